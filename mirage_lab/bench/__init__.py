@@ -1,0 +1,5 @@
+"""The paper's benchmark programs (``ml.bench.programs``) and hand-written fused μGraphs."""
+
+from mirage_lab.bench import programs
+
+__all__ = ["programs"]

@@ -1,0 +1,1 @@
+"""The μGraph IR: op table, tensors, frozen graphs, builders, printing and JSON."""

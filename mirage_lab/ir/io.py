@@ -1,0 +1,322 @@
+"""mirage_lab's own versioned JSON format for μGraphs.
+
+A file is ``{"format": "mirage-lab/mugraph", "version": 1, "graphs": [graph, ...]}``.
+Loading *replays* every op through the builders, so a file can only ever produce a
+graph that satisfies every rule, and hostile input meets the same validation as user
+code. Nothing is ``eval``-ed or unpickled; sizes and nesting are bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mirage_lab.errors import FormatError, MirageError
+from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
+from mirage_lab.ir.dtype import DType
+from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
+from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.ir.tensor import TensorType
+from mirage_lab.ir.validate import check_dims
+
+FORMAT = "mirage-lab/mugraph"
+VERSION = 1
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _tensor_dict(t: TensorType, block: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {"dims": list(t.dims), "dtype": t.dtype.value}
+    if block:
+        d["post_loop"] = t.post_loop
+    return d
+
+
+def _attr_json(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+def _node_dict(n: Node) -> dict[str, Any]:
+    d: dict[str, Any] = {"op": n.op.value, "inputs": list(n.inputs), "outputs": list(n.outputs)}
+    if n.attrs:
+        d["attrs"] = {k: _attr_json(v) for k, v in n.attrs}
+    if n.body is not None:
+        d["body"] = block_graph_to_dict(n.body)
+    return d
+
+
+def block_graph_to_dict(bg: BlockGraph) -> dict[str, Any]:
+    return {
+        "grid": list(bg.grid),
+        "block": list(bg.block),
+        "forloop_range": bg.forloop_range,
+        "reduction_dimx": bg.reduction_dimx,
+        "tensors": [_tensor_dict(t, True) for t in bg.tensors],
+        "nodes": [_node_dict(n) for n in bg.nodes],
+    }
+
+
+def graph_to_dict(g: KernelGraph) -> dict[str, Any]:
+    return {
+        "tensors": [_tensor_dict(t, False) for t in g.tensors],
+        "nodes": [_node_dict(n) for n in g.nodes],
+        "outputs": list(g.outputs),
+    }
+
+
+def dumps(graphs: KernelGraph | Sequence[KernelGraph], indent: int | None = 1) -> str:
+    gs = [graphs] if isinstance(graphs, KernelGraph | KernelGraphBuilder) else list(graphs)
+    doc = {"format": FORMAT, "version": VERSION, "graphs": [graph_to_dict(as_graph(g)) for g in gs]}
+    return json.dumps(doc, indent=indent)
+
+
+def canonical_hash(g: KernelGraph) -> str:
+    """sha256 of the compact canonical JSON of ``g``: equal graphs, equal hashes, in every process."""
+    text = json.dumps(graph_to_dict(g), separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def save(graphs: Any, path: str | os.PathLike[str]) -> Path:
+    """Write one graph (or a list) atomically: a crash mid-write never leaves a truncated file."""
+    p = Path(path)
+    text = dumps(graphs)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, p)
+    return p
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file with bounded size; every failure is a FormatError naming the file."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise FormatError(f"cannot read {p}: {e.strerror}") from None
+    if size > MAX_FILE_BYTES:
+        raise FormatError(f"{p} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for μGraph files")
+    try:
+        return json.loads(p.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FormatError(f"{p} is not valid JSON ({e}); was the file truncated? Re-save it") from None
+    except (RecursionError, ValueError) as e:
+        raise FormatError(f"{p} is nested too deeply or holds an oversized number ({e})") from None
+
+
+def load(path: str | os.PathLike[str]) -> KernelGraph | list[KernelGraph]:
+    """Load a file written by ``ml.save``: one graph, or a list if several were saved."""
+    graphs = loads_doc(read_json(path), str(path))
+    return graphs[0] if len(graphs) == 1 else graphs
+
+
+def loads(text: str) -> list[KernelGraph]:
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError) as e:
+        raise FormatError(f"not valid JSON ({e})") from None
+    return loads_doc(doc, "<string>")
+
+
+def loads_doc(doc: Any, where: str) -> list[KernelGraph]:
+    if isinstance(doc, list):
+        raise FormatError(f"{where} looks like a reference checkpoint (a bare list); "
+                          "use ml.load_reference_checkpoint(path)")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise FormatError(f"{where} is not a mirage-lab μGraph file (missing \"format\": \"{FORMAT}\")")
+    if doc.get("version") != VERSION:
+        raise FormatError(f"{where} has format version {doc.get('version')!r}; this mirage-lab reads "
+                          f"version {VERSION}. Upgrade mirage-lab or re-save the file")
+    graphs = _field(doc, "graphs", list, where)
+    out = []
+    for i, gd in enumerate(graphs):
+        try:
+            out.append(graph_from_dict(gd))
+        except FormatError as e:
+            raise FormatError(f"{where}, graph {i}: {e}") from None
+        except MirageError as e:
+            raise FormatError(f"{where}, graph {i} breaks a rule: {e}") from None
+        except (TypeError, KeyError, AttributeError, IndexError) as e:
+            raise FormatError(f"{where}, graph {i} is malformed ({type(e).__name__}: {e})") from None
+    return out
+
+
+def _field(d: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(d, dict):
+        raise FormatError(f"{where}: expected an object, got {type(d).__name__}")
+    if key not in d:
+        raise FormatError(f"{where}: missing field {key!r}")
+    v = d[key]
+    if not isinstance(v, typ) or isinstance(v, bool) and typ is not bool:
+        raise FormatError(f"{where}: field {key!r} has the wrong type ({type(v).__name__})")
+    return v
+
+
+def _op(name: Any, where: str) -> Op:
+    try:
+        return Op(name)
+    except ValueError:
+        raise FormatError(f"{where}: unknown op {name!r}; known ops: {', '.join(o.value for o in Op)}") from None
+
+
+# Replays an op through the builder's public method, so loading validates exactly like user code.
+Replay = Callable[[Any, list[Any], Mapping[str, Any]], list[Any]]
+
+
+def _method(name: str, *attr_names: str) -> Replay:
+    def replay(b: Any, ins: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        missing = [a for a in attr_names if a not in attrs]
+        if missing:
+            raise FormatError(f"{name}: missing attribute(s) {', '.join(missing)}")
+        out = getattr(b, name)(*ins, *(attrs[a] for a in attr_names))
+        return out if isinstance(out, list) else [out]
+
+    return replay
+
+
+_ACCUM_KEY = {
+    Op.ACCUM_NO_RED: None, Op.ACCUM_SUM: "sum", Op.ACCUM_MEAN: "mean", Op.ACCUM_RMS: "rms",
+    Op.ACCUM_SUM_TODIMX: "sum_todimx", Op.ACCUM_NO_RED_RESCALE: "nored_rescale",
+    Op.ACCUM_SUM_RESCALE: "sum_rescale", Op.ACCUM_MAX: "max",
+}
+
+
+def _replay_for(op: Op, kernel: bool) -> Replay:
+    if op.spec.kind in (Kind.UNARY, Kind.BINARY, Kind.MATMUL) and op not in (Op.CLAMP, Op.MUL_SCALAR):
+        return _method(op.value)
+    if op.spec.kind is Kind.ACCUM:
+        key = _ACCUM_KEY[op]
+        return lambda b, ins, attrs: [b.forloop_accum(ins[0], key, *ins[1:])]
+    table: dict[Op, Replay] = {
+        Op.CLAMP: _method("clamp", "min", "max"),
+        Op.MUL_SCALAR: _method("mul_scalar", "scalar"),
+        Op.REDUCTION_TO_DIMX: _method("reduction_to_dimx", "dim"),
+        Op.REDUCTION_MAX: _method("reduction_max", "dim"),
+        Op.CONCAT: _method("concat", "dim"),
+        Op.RMS_NORM: _method("rms_norm", "normalized_shape") if kernel else _method("rms_norm"),
+        Op.REDUCTION: (lambda b, ins, a: [b.reduction(ins[0], _need(a, "dim"), a.get("group_size", 1))])
+        if kernel else _method("reduction", "dim"),
+    }
+    if op not in table:
+        raise FormatError(f"op {op.value!r} cannot appear here")
+    return table[op]
+
+
+def _need(attrs: Mapping[str, Any], key: str) -> Any:
+    if key not in attrs:
+        raise FormatError(f"missing attribute {key!r}")
+    return attrs[key]
+
+
+def _ids(v: Any, where: str) -> list[int]:
+    if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        raise FormatError(f"{where}: expected a list of tensor ids, got {v!r}")
+    return v
+
+
+def _lookup(env: dict[int, Any], ids: list[int], where: str) -> list[Any]:
+    try:
+        return [env[i] for i in ids]
+    except KeyError as e:
+        raise FormatError(f"{where}: tensor {e} is used before it is defined") from None
+
+
+def _bind(env: dict[int, Any], ids: list[int], handles: list[Any], where: str) -> None:
+    if len(ids) != len(handles):
+        raise FormatError(f"{where}: lists {len(ids)} outputs but the op makes {len(handles)}")
+    for i, h in zip(ids, handles, strict=True):
+        if i in env:
+            raise FormatError(f"{where}: tensor id {i} is defined twice")
+        env[i] = h
+
+
+def _expect_types(built: Sequence[TensorType], recorded: Any, where: str, block: bool) -> None:
+    """Recorded tensor types are informative; they must agree with what the rules derive."""
+    if recorded is None:
+        return
+    if not isinstance(recorded, list) or len(recorded) != len(built):
+        raise FormatError(f"{where}: 'tensors' lists {len(recorded) if isinstance(recorded, list) else '?'} "
+                          f"entries but the ops define {len(built)}")
+    for i, (t, r) in enumerate(zip(built, recorded, strict=True)):
+        want = _tensor_dict(t, block)
+        if r != want:
+            raise FormatError(f"{where}: tensor {i} is recorded as {r} but the rules derive {want}; "
+                              "the file was edited inconsistently")
+
+
+def graph_from_dict(d: Any) -> KernelGraph:
+    b = KernelGraphBuilder()
+    env: dict[int, Any] = {}
+    for k, nd in enumerate(_field(d, "nodes", list, "graph")):
+        where = f"node {k}"
+        op = _op(_field(nd, "op", str, where), where)
+        ins = _lookup(env, _ids(nd.get("inputs", []), where), where)
+        attrs = nd.get("attrs", {})
+        if not isinstance(attrs, dict):
+            raise FormatError(f"{where}: 'attrs' must be an object")
+        if op is Op.INPUT:
+            outs = [b.new_input(_need(attrs, "dims") if "dims" in attrs else _tensor_of(d, nd, where),
+                                _tensor_dtype(d, nd, where), attrs.get("strides"))]
+        elif op is Op.CUSTOMIZED:
+            outs = b.customized(ins, block_graph_from_dict(_field(nd, "body", dict, where)))
+        else:
+            outs = _replay_for(op, kernel=True)(b, ins, attrs)
+        _bind(env, _ids(nd.get("outputs", []), where), outs, where)
+    for o in _ids(_field(d, "outputs", list, "graph"), "outputs"):
+        b.mark_output(_lookup(env, [o], "outputs")[0])
+    g = b.freeze()
+    _expect_types(g.tensors, d.get("tensors"), "graph", block=False)
+    return g
+
+
+def _tensor_of(d: dict[str, Any], nd: dict[str, Any], where: str) -> Any:
+    out = _ids(nd.get("outputs", []), where)
+    tensors = d.get("tensors")
+    if len(out) != 1 or not isinstance(tensors, list) or not 0 <= out[0] < len(tensors):
+        raise FormatError(f"{where}: an input needs its dims (in 'tensors' or attrs.dims)")
+    return _field(tensors[out[0]], "dims", list, where)
+
+
+def _tensor_dtype(d: dict[str, Any], nd: dict[str, Any], where: str) -> DType:
+    out = _ids(nd.get("outputs", []), where)
+    tensors = d.get("tensors")
+    if len(out) == 1 and isinstance(tensors, list) and 0 <= out[0] < len(tensors):
+        return DType.parse(_field(tensors[out[0]], "dtype", str, where))
+    return DType.FLOAT16
+
+
+def block_graph_from_dict(d: Any) -> BlockGraph:
+    where = "block graph"
+    tb = BlockGraphBuilder(_field(d, "grid", list, where), d.get("block", [128, 1, 1]),
+                           _field(d, "forloop_range", int, where), d.get("reduction_dimx", 64))
+    env: dict[int, Any] = {}
+    for k, nd in enumerate(_field(d, "nodes", list, where)):
+        w = f"{where} node {k}"
+        op = _op(_field(nd, "op", str, w), w)
+        ins = _lookup(env, _ids(nd.get("inputs", []), w), w)
+        attrs = nd.get("attrs", {})
+        if not isinstance(attrs, dict):
+            raise FormatError(f"{w}: 'attrs' must be an object")
+        if op is Op.INPUT:
+            dt = TensorType(check_dims(_need(attrs, "dims"), f"{w} dims"), DType.parse(_need(attrs, "dtype")))
+            outs = [tb.new_input(dt, _need(attrs, "imap"), _need(attrs, "fmap"))]
+        elif op is Op.OUTPUT:
+            tb.new_output(*ins, _need(attrs, "omap"))
+            outs = []
+        elif op is Op.CUSTOMIZED:
+            raise FormatError(f"{w}: customized ops cannot nest inside a block graph")
+        else:
+            outs = _replay_for(op, kernel=False)(tb, ins, attrs)
+        _bind(env, _ids(nd.get("outputs", []), w), outs, w)
+    bg = tb.freeze()
+    _expect_types(bg.tensors, d.get("tensors"), where, block=True)
+    return bg
+

@@ -1,0 +1,1 @@
+"""Semantics: number systems and the one interpreter."""
