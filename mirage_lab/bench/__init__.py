@@ -1,5 +1,5 @@
 """The paper's benchmark programs (``ml.bench.programs``) and hand-written fused μGraphs."""
 
-from mirage_lab.bench import programs
+from mirage_lab.bench import fused, programs
 
-__all__ = ["programs"]
+__all__ = ["fused", "programs"]

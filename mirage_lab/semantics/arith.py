@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mirage_lab.semantics.backend import array_module, to_numpy
+from mirage_lab.semantics.fold import fold_plan
 
 Axes = int | tuple[int, ...]
 
@@ -114,7 +115,12 @@ class FloatArith:
         return self.xp.maximum(a, b)
 
     def matmul(self, a: Any, b: Any) -> Any:
-        return self.xp.matmul(a, b)
+        if a.ndim != b.ndim or a.ndim <= 2:
+            return self.xp.matmul(a, b)
+        plan = fold_plan(tuple(a.shape), tuple(b.shape))
+        if plan.trivial:
+            return self.xp.matmul(a, b)
+        return plan.unfold(self.xp.matmul(plan.fold_a(a), plan.fold_b(b)))
 
     def exp(self, x: Any) -> Any:
         return self.xp.exp(x)
