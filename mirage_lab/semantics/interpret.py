@@ -20,6 +20,7 @@ from mirage_lab.errors import InputError, UnsupportedOpError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor
 from mirage_lab.ir.ops import EvalArgs, Kind, Op
+from mirage_lab.ir.thread import derive_thread_graphs
 from mirage_lab.semantics.arith import FloatArith, NumberSystem
 
 F_AXIS = 3  # index of the iteration axis in block-level values
@@ -42,11 +43,18 @@ def interpret(graph: Any, inputs: Sequence[Any], *, backend: str | None = None, 
 
 def check_inputs(g: KernelGraph, inputs: Sequence[Any]) -> None:
     types = g.input_types
+    if isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence):
+        raise InputError(f"inputs must be a list of arrays, one per graph input, got {type(inputs).__name__}; "
+                         "write ml.interpret(g, [x, ...])")
     if len(inputs) != len(types):
         raise InputError(f"the graph has {len(types)} inputs ({', '.join(map(str, types))}) but "
                          f"{len(inputs)} arrays were given; pass one array per g.new_input, in order")
     for i, (a, t) in enumerate(zip(inputs, types, strict=True)):
-        shape = tuple(getattr(a, "shape", np.shape(a)))
+        try:
+            shape = tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+        except ValueError as e:
+            raise InputError(f"input {i} is not a rectangular array ({e}); pass an array of shape "
+                             f"{t.dims}") from None
         if shape != t.dims:
             raise InputError(f"input {i} must have shape {t.dims} ({t}), got an array of shape {shape}")
 
@@ -94,26 +102,42 @@ def _evaluate(ns: NumberSystem, node: Node, in_dims: list[tuple[int, ...]], args
 
 
 def run_block_graph(bg: BlockGraph, inputs: Sequence[Any], ns: NumberSystem) -> list[Any]:
-    """Run every block and iteration of ``bg`` at once; returns one DTensor value per saver."""
+    """Run every block and iteration of ``bg`` at once; returns one DTensor value per saver.
+
+    Thread graphs (SPEC §4 epilogues) run as part of their producer: the chain is applied
+    to the producer's result right away, as a thread would in registers.
+    """
     env: dict[int, Any] = {}
     feed = iter(inputs)
     results = []
-    for node in bg.nodes:
+    epilogues = {tg.producer: tg.chain for tg in derive_thread_graphs(bg)}
+    done: set[int] = set()
+    for k, node in enumerate(bg.nodes):
+        if k in done:
+            continue
         if node.op is Op.INPUT:
             env[node.outputs[0]] = ns.structural(lambda a, n=node: load_tiles(a, n, bg), next(feed))
         elif node.op is Op.OUTPUT:
             results.append(ns.structural(lambda v, n=node: save_tiles(v, n, bg), env[node.inputs[0]]))
         else:
-            args = [env[i] for i in node.inputs]
-            in_dims = [bg.tensors[i].dims for i in node.inputs]
-            if node.kind is Kind.ACCUM:
-                outs = [accumulate(ns, node, in_dims[0], args, bg)]
-            elif node.op is Op.REDUCTION_MAX:
-                outs = running_max(ns, node, in_dims, args, bg)
-            else:
-                outs = _evaluate(ns, node, in_dims, args, bg.reduction_dimx)
-            env.update(zip(node.outputs, outs, strict=True))
+            _step(ns, node, bg, env)
+        for j in epilogues.get(k, ()):
+            _step(ns, bg.nodes[j], bg, env)
+            done.add(j)
     return results
+
+
+def _step(ns: NumberSystem, node: Node, bg: BlockGraph, env: dict[int, Any]) -> None:
+    """Evaluate one compute node of a block graph into ``env``."""
+    args = [env[i] for i in node.inputs]
+    in_dims = [bg.tensors[i].dims for i in node.inputs]
+    if node.kind is Kind.ACCUM:
+        outs = [accumulate(ns, node, in_dims[0], args, bg)]
+    elif node.op is Op.REDUCTION_MAX:
+        outs = running_max(ns, node, in_dims, args, bg)
+    else:
+        outs = _evaluate(ns, node, in_dims, args, bg.reduction_dimx)
+    env.update(zip(node.outputs, outs, strict=True))
 
 
 def load_tiles(a: Any, node: Node, bg: BlockGraph) -> Any:
