@@ -15,6 +15,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,8 @@ def fused_rows(repeats: int) -> list[dict[str, Any]]:
         rows.append({
             "program": name, "batch": b, "kernels": len(graph.compute_nodes),
             "rel_error": relative_error(got, want),
-            "unfused_ms": 1e3 * median_time(lambda p=prog, x=ins: interpret(p, x, dtype="float32"), repeats),
-            "fused_ms": 1e3 * median_time(lambda q=graph, x=ins: interpret(q, x, dtype="float32"), repeats),
+            "unfused_ms": 1e3 * median_time(partial(interpret, prog, ins, dtype="float32"), repeats),
+            "fused_ms": 1e3 * median_time(partial(interpret, graph, ins, dtype="float32"), repeats),
         })
     return rows
 

@@ -177,7 +177,8 @@ def shape_broadcast(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str,
     out = []
     for d, (x, y) in enumerate(zip(a, b, strict=True)):
         if x != y and 1 not in (x, y):
-            raise _fail(f"dim {d} sizes {x} and {y} are neither equal nor 1 (operands {a} and {b})")
+            raise _fail(f"dim {d} sizes {x} and {y} are neither equal nor 1 (operands {a} and {b}); "
+                        "make them equal, or one of them 1 to broadcast")
         out.append(max(x, y))
     return [tuple(out)]
 
@@ -186,10 +187,12 @@ def _matmul_dims(ctx: ShapeContext, a: Dims, b: Dims) -> Dims:
     if len(a) != len(b) or len(a) < 2:
         raise _fail(f"operands must have the same rank ≥ 2, got {a} and {b}")
     if a[-1] != b[-2]:
-        raise _fail(f"inner dims differ: A{a}[-1] = {a[-1]} but B{b}[-2] = {b[-2]}")
+        raise _fail(f"inner dims differ: A{a}[-1] = {a[-1]} but B{b}[-2] = {b[-2]}; A's last dim must "
+                    "equal B's second-to-last (check the operand order, or pass B transposed)")
     if ctx.level is Level.KERNEL:
         if a[:-2] != b[:-2]:
-            raise _fail(f"batch dims must be equal (no broadcasting): A{a} vs B{b}")
+            raise _fail(f"batch dims must be equal (no broadcasting): A{a} vs B{b}; give both operands "
+                        "the same leading dims")
     elif any(x != 1 for x in a[:-2] + b[:-2]):
         raise _fail(f"block-level matmul has no batch: every leading dim must be 1, got A{a} and B{b}; "
                     "split the batch dim fully across the grid (imap)")
@@ -203,7 +206,8 @@ def shape_matmul(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, An
 
 def _check_dim(dims: Dims, d: int, max_dim: int = 2) -> None:
     if not 0 <= d < len(dims):
-        raise _fail(f"dim {d} is out of range for a rank-{len(dims)} tensor {dims}")
+        raise _fail(f"dim {d} is out of range for a rank-{len(dims)} tensor {dims}; use a dim in "
+                    f"0..{len(dims) - 1} (or a negative index from the end)")
     if d > max_dim:
         raise _fail(f"dim {d} is not supported (reductions exist for dims 0..{max_dim}); "
                     "reorder the tensor's dims")
@@ -224,7 +228,8 @@ def shape_reduction_to_dimx(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapp
     x, d, X = dims[0], int(attrs["dim"]), ctx.reduction_dimx
     _check_dim(x, d)
     if x[d] % X:
-        raise _fail(f"dim {d} (size {x[d]}) of {x} is not a multiple of reduction_dimx = {X}")
+        raise _fail(f"dim {d} (size {x[d]}) of {x} is not a multiple of reduction_dimx = {X}; "
+                    "pick a reduction_dimx that divides it")
     return [(*x[:d], X, *x[d + 1:])]
 
 

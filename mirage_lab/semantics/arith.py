@@ -144,7 +144,7 @@ class FloatArith:
     def _erf(self, x: Any) -> Any:
         if self.xp is np:
             return np.frompyfunc(math.erf, 1, 1)(x).astype(self.dtype)
-        from cupyx.scipy.special import erf  # type: ignore[import-not-found]
+        from cupyx.scipy.special import erf
 
         return erf(x)
 

@@ -14,7 +14,7 @@ from mirage_lab.errors import UnsupportedOpError
 @functools.cache
 def cupy_available() -> bool:
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
     except ImportError:
         return False
     try:

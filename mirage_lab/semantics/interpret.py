@@ -44,8 +44,8 @@ def interpret(graph: Any, inputs: Sequence[Any], *, backend: str | None = None, 
 def check_inputs(g: KernelGraph, inputs: Sequence[Any]) -> None:
     types = g.input_types
     if isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence):
-        raise InputError(f"inputs must be a list of arrays, one per graph input, got {type(inputs).__name__}; "
-                         "write ml.interpret(g, [x, ...])")
+        raise InputError("inputs must be a list of arrays, one per graph input, got "
+                         f"{type(inputs).__name__}; write ml.interpret(g, [x, ...])")
     if len(inputs) != len(types):
         raise InputError(f"the graph has {len(types)} inputs ({', '.join(map(str, types))}) but "
                          f"{len(inputs)} arrays were given; pass one array per g.new_input, in order")
@@ -164,7 +164,7 @@ def load_tiles(a: Any, node: Node, bg: BlockGraph) -> Any:
     v = v.transpose([labels.index(lab) for lab in present])
     for pos, lab in enumerate(order):
         if lab not in labels:
-            v = v.reshape(v.shape[:pos] + (1,) + v.shape[pos:])
+            v = v.reshape((*v.shape[:pos], 1, *v.shape[pos:]))
     return v
 
 
@@ -192,7 +192,7 @@ def save_tiles(v: Any, node: Node, bg: BlockGraph) -> Any:
 def _module_of(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return np
-    import cupy  # type: ignore[import-not-found]
+    import cupy
 
     return cupy
 
