@@ -17,7 +17,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from mirage_lab.errors import GraphError, MapError, PhaseError, ResourceError, ShapeError
+from mirage_lab.errors import (
+    GraphError,
+    MapError,
+    PhaseError,
+    ResourceError,
+    ShapeError,
+    UnsupportedOpError,
+)
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import (
     PHI,
@@ -31,7 +38,7 @@ from mirage_lab.ir.graph import (
 )
 from mirage_lab.ir.ops import ACCUM_NAMES, Kind, Level, Op, ShapeContext
 from mirage_lab.ir.smem import DEFAULT_ARCH, MAX_BLOCKS, capacity, counted_bytes
-from mirage_lab.ir.tensor import DTensor, Dims, STensor, TensorType, _Handle, contiguous_strides
+from mirage_lab.ir.tensor import Dims, DTensor, STensor, TensorType, _Handle, contiguous_strides
 from mirage_lab.ir.validate import check_dims, check_finite, check_int, check_triple
 
 
@@ -164,7 +171,7 @@ class KernelGraphBuilder(_GraphBuilder):
         shape = check_dims(dims, "new_input dims")
         dt = DType.parse(dtype)
         st = contiguous_strides(shape) if strides is None else check_dims(strides, "new_input strides",
-                                                                          allow_zero=True)
+                                                                          allow_zero=True, maximum=2**63 - 1)
         if len(st) != len(shape):
             raise ShapeError(f"new_input: {len(st)} strides given for {len(shape)} dims {shape}")
         tid = self._new_tensor(TensorType(shape, dt))
@@ -173,15 +180,23 @@ class KernelGraphBuilder(_GraphBuilder):
 
     def reduction(self, x: DTensor, dim: int, group_size: int = 1) -> DTensor:
         """Strided sum over ``dim`` down to ``group_size`` entries (SPEC §2)."""
-        return self._one(Op.REDUCTION, x, dim=self._dim(x, dim), group_size=check_int(group_size, "group_size"))
+        return self._one(Op.REDUCTION, x, dim=self._dim(x, dim),
+                         group_size=check_int(group_size, "group_size"))
 
     def rms_norm(self, x: DTensor, normalized_shape: Sequence[int] | None = None) -> DTensor:
         """``x / sqrt(mean(x²))`` over the trailing ``normalized_shape`` dims (no learnable weight)."""
-        norm = x.dims[-1:] if normalized_shape is None else check_dims(normalized_shape, "normalized_shape")
+        dims = self._tensors[self._resolve(x, "rms_norm input 0")].dims
+        norm = dims[-1:] if normalized_shape is None else check_dims(normalized_shape, "normalized_shape")
         return self._one(Op.RMS_NORM, x, normalized_shape=norm)
 
     def customized(self, inputs: Sequence[DTensor], bgraph: BlockGraphBuilder | BlockGraph) -> list[DTensor]:
         """A graph-defined kernel: run ``bgraph`` over ``inputs``; one output per saver, in saver order."""
+        if isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence):
+            raise GraphError(f"customized: inputs must be a list of DTensors, got {inputs!r}; "
+                             "write g.customized([X, ...], tb)")
+        if not isinstance(bgraph, BlockGraphBuilder | BlockGraph):
+            raise GraphError(f"customized: expected a block graph (ml.new_threadblock_graph(...)), "
+                             f"got {type(bgraph).__name__}")
         bg = bgraph.freeze() if isinstance(bgraph, BlockGraphBuilder) else bgraph
         ids = [self._resolve(t, f"customized input {i}") for i, t in enumerate(inputs)]
         expected = bg.input_types
@@ -233,8 +248,8 @@ class BlockGraphBuilder(_GraphBuilder):
         self.reduction_dimx = check_int(reduction_dimx, "reduction_dimx", minimum=1)
         blocks = math.prod(self.grid)
         if blocks > MAX_BLOCKS:
-            raise ResourceError(f"grid_dim {self.grid} has {blocks} blocks, more than the {MAX_BLOCKS} allowed "
-                                "per kernel; use a smaller grid and a larger tile or forloop_range")
+            raise ResourceError(f"grid_dim {self.grid} has {blocks} blocks, more than the {MAX_BLOCKS} "
+                                "allowed per kernel; use a smaller grid and a larger tile or forloop_range")
         self.smem_limit = capacity(arch) if smem_limit is None else check_int(smem_limit, "smem_limit")
         self.arch = arch
         self._smem = 0
@@ -260,12 +275,15 @@ class BlockGraphBuilder(_GraphBuilder):
     def _phase(self, op: Op, types: Sequence[TensorType], label: str) -> bool:
         phases = {t.post_loop for t in types}
         if op.spec.kind is Kind.ACCUM:
-            if any(t.post_loop for t in types):
-                raise PhaseError(f"{label}: an accumulator needs loop-phase inputs, but {types[0]} is "
-                                 "post-loop (already accumulated); accumulate before the post-loop ops")
+            late = [i for i, t in enumerate(types) if t.post_loop]
+            if late:
+                raise PhaseError(f"{label}: an accumulator needs loop-phase inputs, but input {late[0]} "
+                                 f"({types[late[0]]}) is post-loop (already accumulated); accumulate "
+                                 "before the post-loop ops")
             return True
         if len(phases) > 1:
-            raise PhaseError(f"{label}: mixes loop-phase and post-loop inputs ({', '.join(map(str, types))}); "
+            raise PhaseError(f"{label}: mixes loop-phase and post-loop inputs "
+                             f"({', '.join(map(str, types))}); "
                              "pass the loop-phase operand through tb.forloop_accum first")
         return phases.pop() if phases else False
 
@@ -280,7 +298,10 @@ class BlockGraphBuilder(_GraphBuilder):
         if not isinstance(dt, TensorType):
             raise GraphError(f"new_input: dtensor must be a DTensor of the kernel graph, got {dtensor!r}")
         imap = self._check_map(input_map, dt.dims, "input_map")
-        fmap = check_int(forloop_dim, "forloop_dim", minimum=PHI)
+        try:
+            fmap = check_int(forloop_dim, "forloop_dim", minimum=PHI)
+        except ShapeError as e:
+            raise MapError(f"new_input: {e}; use -1 (no loop dim) or a dim index of the tensor") from None
         tile = self._loader_tile(dt.dims, imap, fmap)
         out = TensorType(tile, dt.dtype, False)
         label = f"new_input({dt}, input_map={imap}, forloop_dim={fmap})"
@@ -299,11 +320,11 @@ class BlockGraphBuilder(_GraphBuilder):
                 d = PHI  # SPEC §3.2: normalise entries on size-1 axes
             elif d != PHI:
                 if d >= len(dims):
-                    raise MapError(f"{what}={tuple(m)}: grid axis {'xyz'[axis]} maps to dim {d}, but the tensor "
-                                   f"{dims} has only {len(dims)} dims")
+                    raise MapError(f"{what}={tuple(m)}: grid axis {'xyz'[axis]} maps to dim {d}, but the "
+                                   f"tensor {dims} has only {len(dims)} dims")
                 if d in seen:
-                    raise MapError(f"{what}={tuple(m)}: grid axes {'xyz'[seen[d]]} and {'xyz'[axis]} both map "
-                                   f"to dim {d}; map each dim from at most one axis")
+                    raise MapError(f"{what}={tuple(m)}: grid axes {'xyz'[seen[d]]} and {'xyz'[axis]} both "
+                                   f"map to dim {d}; map each dim from at most one axis")
                 seen[d] = axis
             norm.append(d)
         return (norm[0], norm[1], norm[2])
@@ -312,14 +333,17 @@ class BlockGraphBuilder(_GraphBuilder):
         for axis, d in enumerate(imap):
             if d >= 0 and dims[d] % self.grid[axis]:
                 raise MapError(f"input_map={imap}: dim {d} (size {dims[d]}) of {dims} is not divisible by "
-                               f"grid axis {'xyz'[axis]} = {self.grid[axis]}; pick a grid size that divides it")
+                               f"grid axis {'xyz'[axis]} = {self.grid[axis]}; pick a grid size that "
+                               "divides it")
         if fmap >= 0:
             if fmap >= len(dims):
-                raise MapError(f"forloop_dim={fmap} is out of range for a tensor with dims {dims}")
+                raise MapError(f"forloop_dim={fmap} is out of range for a tensor with dims {dims}; "
+                               f"use -1 or a dim in 0..{len(dims) - 1}")
             per_block = dims[fmap] // math.prod(g for g, d in zip(self.grid, imap, strict=True) if d == fmap)
             if per_block % self.forloop_range:
                 raise MapError(f"forloop_dim={fmap}: the per-block size {per_block} of dim {fmap} is not "
-                               f"divisible by forloop_range = {self.forloop_range}")
+                               f"divisible by forloop_range = {self.forloop_range}; pick a forloop_range "
+                               "that divides it (or a smaller grid on that dim)")
         return loader_tile(dims, imap, fmap, self.grid, self.forloop_range)
 
     def new_output(self, stensor: STensor, output_map: Sequence[int] = (PHI, PHI, PHI),
@@ -365,9 +389,9 @@ class BlockGraphBuilder(_GraphBuilder):
 
     def forloop_accum(self, x: STensor, acc: str | None = None, rescale: STensor | None = None) -> STensor:
         """Combine ``x`` over the for-loop: acc ∈ None|"sum"|"mean"|"rms"|"sum_todimx"|"max"|… (SPEC §3.3)."""
-        if acc not in ACCUM_NAMES:
+        if not (acc is None or isinstance(acc, str)) or acc not in ACCUM_NAMES:
             names = ", ".join(repr(k) for k in ACCUM_NAMES)
-            raise GraphError(f"forloop_accum: unknown accumulator {acc!r}; use one of {names}")
+            raise UnsupportedOpError(f"forloop_accum: unknown accumulator {acc!r}; use one of {names}")
         op = ACCUM_NAMES[acc]
         inputs = [x] if rescale is None else [x, rescale]
         if len(inputs) != op.spec.arity:
@@ -416,5 +440,6 @@ def as_graph(g: KernelGraph | KernelGraphBuilder) -> KernelGraph:
         return g.freeze()
     if isinstance(g, KernelGraph):
         return g
-    raise GraphError(f"expected a kernel graph (ml.new_kernel_graph() or ml.load(...)), got {type(g).__name__}")
+    raise GraphError("expected a kernel graph (ml.new_kernel_graph() or ml.load(...)), "
+                     f"got {type(g).__name__}")
 

@@ -19,7 +19,7 @@ from mirage_lab.errors import FormatError, MirageError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
-from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.ir.ops import Kind, Level, Op
 from mirage_lab.ir.tensor import TensorType
 from mirage_lab.ir.validate import check_dims
 
@@ -121,8 +121,12 @@ def load(path: str | os.PathLike[str]) -> KernelGraph | list[KernelGraph]:
 def loads(text: str) -> list[KernelGraph]:
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError, ValueError) as e:
-        raise FormatError(f"not valid JSON ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FormatError(f"not valid JSON ({e}); was the text truncated?") from None
+    except (RecursionError, ValueError) as e:
+        raise FormatError(f"the JSON is nested too deeply or holds an oversized number ({e})") from None
+    except TypeError as e:
+        raise FormatError(f"expected JSON text (str or bytes), got {type(text).__name__} ({e})") from None
     return loads_doc(doc, "<string>")
 
 
@@ -155,7 +159,7 @@ def _field(d: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
     if key not in d:
         raise FormatError(f"{where}: missing field {key!r}")
     v = d[key]
-    if not isinstance(v, typ) or isinstance(v, bool) and typ is not bool:
+    if not isinstance(v, typ) or (isinstance(v, bool) and typ is not bool):
         raise FormatError(f"{where}: field {key!r} has the wrong type ({type(v).__name__})")
     return v
 
@@ -164,7 +168,8 @@ def _op(name: Any, where: str) -> Op:
     try:
         return Op(name)
     except ValueError:
-        raise FormatError(f"{where}: unknown op {name!r}; known ops: {', '.join(o.value for o in Op)}") from None
+        known = ", ".join(o.value for o in Op)
+        raise FormatError(f"{where}: unknown op {name!r}; known ops: {known}") from None
 
 
 # Replays an op through the builder's public method, so loading validates exactly like user code.
@@ -187,6 +192,18 @@ _ACCUM_KEY = {
     Op.ACCUM_SUM_TODIMX: "sum_todimx", Op.ACCUM_NO_RED_RESCALE: "nored_rescale",
     Op.ACCUM_SUM_RESCALE: "sum_rescale", Op.ACCUM_MAX: "max",
 }
+
+
+def _check_op(op: Op, ins: list[Any], kernel: bool, where: str) -> None:
+    """The op exists at this level and gets as many inputs as it takes."""
+    level = Level.KERNEL if kernel else Level.BLOCK
+    if level not in op.spec.codes:
+        levels = ", ".join(sorted(lv.value for lv in op.spec.levels))
+        raise FormatError(f"{where}: op {op.value!r} does not exist at the {level.value} level "
+                          f"(it exists at: {levels})")
+    if op.spec.arity >= 0 and len(ins) != op.spec.arity:
+        raise FormatError(f"{where}: op {op.value!r} takes {op.spec.arity} input(s), "
+                          f"but {len(ins)} are listed")
 
 
 def _replay_for(op: Op, kernel: bool) -> Replay:
@@ -259,6 +276,7 @@ def graph_from_dict(d: Any) -> KernelGraph:
         where = f"node {k}"
         op = _op(_field(nd, "op", str, where), where)
         ins = _lookup(env, _ids(nd.get("inputs", []), where), where)
+        _check_op(op, ins, True, where)
         attrs = nd.get("attrs", {})
         if not isinstance(attrs, dict):
             raise FormatError(f"{where}: 'attrs' must be an object")
@@ -302,6 +320,7 @@ def block_graph_from_dict(d: Any) -> BlockGraph:
         w = f"{where} node {k}"
         op = _op(_field(nd, "op", str, w), w)
         ins = _lookup(env, _ids(nd.get("inputs", []), w), w)
+        _check_op(op, ins, False, w)
         attrs = nd.get("attrs", {})
         if not isinstance(attrs, dict):
             raise FormatError(f"{w}: 'attrs' must be an object")
@@ -309,7 +328,7 @@ def block_graph_from_dict(d: Any) -> BlockGraph:
             dt = TensorType(check_dims(_need(attrs, "dims"), f"{w} dims"), DType.parse(_need(attrs, "dtype")))
             outs = [tb.new_input(dt, _need(attrs, "imap"), _need(attrs, "fmap"))]
         elif op is Op.OUTPUT:
-            tb.new_output(*ins, _need(attrs, "omap"))
+            tb.new_output(ins[0], _need(attrs, "omap"))
             outs = []
         elif op is Op.CUSTOMIZED:
             raise FormatError(f"{w}: customized ops cannot nest inside a block graph")

@@ -11,7 +11,7 @@ from mirage_lab.ir.tensor import MAX_RANK, Dims
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) or type(v).__name__.startswith(("int", "uint"))
+    return (isinstance(v, int) and not isinstance(v, bool)) or type(v).__name__.startswith(("int", "uint"))
 
 
 def check_int(v: Any, what: str, minimum: int | None = None) -> int:
@@ -24,15 +24,22 @@ def check_int(v: Any, what: str, minimum: int | None = None) -> int:
 
 
 def check_finite(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) and not hasattr(v, "__float__"):
+    if isinstance(v, bool) or (not isinstance(v, int | float) and not hasattr(v, "__float__")):
         raise ShapeError(f"{what} must be a number, got {v!r}")
-    f = float(v)
+    try:
+        f = float(v)
+    except (OverflowError, ValueError, TypeError):
+        raise ShapeError(f"{what} must be a finite number, got {v!r:.60} (too large for a float)") from None
     if not math.isfinite(f):
         raise ShapeError(f"{what} must be finite, got {f}")
     return f
 
 
-def check_dims(dims: Any, what: str, allow_zero: bool = False) -> Dims:
+#: Largest accepted dim: a dim must fit a 32-bit signed integer (also bounds hostile files).
+MAX_DIM = 2**31 - 1
+
+
+def check_dims(dims: Any, what: str, allow_zero: bool = False, maximum: int = MAX_DIM) -> Dims:
     if isinstance(dims, str | bytes) or not isinstance(dims, Sequence):
         raise ShapeError(f"{what} must be a sequence of positive integers, got {dims!r}")
     if not 1 <= len(dims) <= MAX_RANK:
@@ -43,6 +50,8 @@ def check_dims(dims: Any, what: str, allow_zero: bool = False) -> Dims:
             raise ShapeError(f"{what}[{i}] must be an integer, got {d!r}")
         if int(d) < (0 if allow_zero else 1):
             raise ShapeError(f"{what}[{i}] = {d} in {tuple(dims)}; every dim must be a positive integer")
+        if int(d) > maximum:
+            raise ShapeError(f"{what}[{i}] = {d} exceeds the largest supported size {maximum}")
         out.append(int(d))
     return tuple(out)
 

@@ -1,0 +1,41 @@
+"""The public surface: a thin API, the widgets package mapping, and the CLI's main job."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mirage_lab as ml
+from mirage_lab.cli import main
+
+
+def test_public_api_is_thin_and_complete() -> None:
+    for name in ("new_kernel_graph", "new_threadblock_graph", "interpret", "save", "load",
+                 "load_reference_checkpoint", "float16", "bench", "MirageError"):
+        assert hasattr(ml, name), name
+    assert len(ml.__all__) <= 20
+    assert set(ml.bench.programs.PROGRAMS) >= {"rmsnorm", "gated_mlp", "lora", "gqa", "mha", "mqa",
+                                                "qknorm_gqa", "ntrans"}
+
+
+def test_widgets_are_importable_as_a_subpackage() -> None:
+    import mirage_lab.widgets
+
+    assert Path(mirage_lab.widgets.__file__).parent.name == "widgets"
+
+
+def test_demo_writes_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--per-file", "1", "--repeats", "1"]) == 0
+    report = (out / "report.md").read_text()
+    assert "Fused vs unfused" in report
+    rows = json.loads((out / "report.json").read_text())["Fused vs unfused"]
+    assert {r["program"] for r in rows} == {"rmsnorm", "gated_mlp", "lora", "gqa"}
+    assert all(r["rel_error"] < 1e-4 for r in rows)
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    g = ml.bench.fused.gqa(1)
+    path = ml.save(g, tmp_path / "gqa.json")
+    assert ml.load(path) == g
+    assert not list(tmp_path.glob("*.tmp"))  # atomic write leaves no temporary behind
