@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import pandas as pd
 
 import mirage_lab as ml
 from mirage_lab.bench import fused, programs
-from mirage_lab.cli import CHECKPOINTS, find_reference_dir, input_scale, random_inputs
+from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, median_time, random_inputs
 
 
 def _rms_norm(x: np.ndarray) -> np.ndarray:
@@ -50,16 +49,6 @@ NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "qknorm_gqa": lambda q, k, v: _attention(_rms_norm(q), k, _rms_norm(v)),
     "ntrans": lambda h, x, a: _rms_norm(x + a * (_rms_norm(h) + x)),
 }
-
-
-def median_s(fn: Callable[[], Any], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def peak_mib(fn: Callable[[], Any]) -> float:
@@ -95,12 +84,12 @@ def main() -> int:
     rows = []
     for kind, name, b, graph in cases(find_reference_dir(args.reference_dir)):
         ins = random_inputs(graph, seed=0, scale=input_scale(name))
-        t_np = median_s(lambda i=ins, n=name: NUMPY[n](*i), args.repeats)
-        t_ml = median_s(lambda g=graph, i=ins: ml.interpret(g, i, dtype="float32"), args.repeats)
+        t_np = median_time(partial(NUMPY[name], *ins), args.repeats, warmup=1)
+        t_ml = median_time(partial(ml.interpret, graph, ins, dtype="float32"), args.repeats, warmup=1)
         rows.append({"graph": kind, "program": name, "batch": b, "kernels": len(graph.compute_nodes),
                      "numpy_ms": 1e3 * t_np, "interpret_ms": 1e3 * t_ml, "ratio": t_ml / t_np,
-                     "numpy_peak_MiB": peak_mib(lambda i=ins, n=name: NUMPY[n](*i)),
-                     "interpret_peak_MiB": peak_mib(lambda g=graph, i=ins: ml.interpret(g, i, dtype="float32"))})
+                     "numpy_peak_MiB": peak_mib(partial(NUMPY[name], *ins)),
+                     "interpret_peak_MiB": peak_mib(partial(ml.interpret, graph, ins, dtype="float32"))})
         print(f"{kind:>22} {name:>10} b={b}: numpy {1e3 * t_np:8.2f} ms  interpret {1e3 * t_ml:8.2f} ms  "
               f"ratio {t_ml / t_np:5.2f}", file=sys.stderr)
     df = pd.DataFrame(rows)

@@ -10,59 +10,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from mirage_lab.bench import fused, programs
+from mirage_lab.bench.harness import (
+    CHECKPOINTS,
+    find_reference_dir,
+    input_scale,
+    median_time,
+    random_inputs,
+    relative_error,
+)
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
-from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.semantics.interpret import interpret
-
-#: reference checkpoint file stem → (program name, batch size)
-CHECKPOINTS = {
-    "rmsnorm_bs1": ("rmsnorm", 1), "rmsnorm_bs8": ("rmsnorm", 8),
-    "gated_mlp": ("gated_mlp", 1), "single_gated_mlp": ("gated_mlp", 1),
-    "lora": ("lora", 1), "single_lora": ("lora", 1),
-    "gqa_bs1": ("gqa", 1), "gqa_bs8": ("gqa", 8), "mha_bs1": ("mha", 1), "mha_bs8": ("mha", 8),
-    "mqa_bs1": ("mqa", 1), "mqa_bs8": ("mqa", 8), "single_mqa_bs1": ("mqa", 1),
-    "qknorm_gqa_bs1": ("qknorm_gqa", 1), "qknorm_gqa_bs8": ("qknorm_gqa", 8),
-    "ntrans_bs1": ("ntrans", 1), "ntrans_bs8": ("ntrans", 8),
-}
-
-
-def random_inputs(g: KernelGraph, seed: int, scale: float = 1.0) -> list[np.ndarray]:
-    """Uniform [-scale, scale) float32 inputs. Attention has no max subtraction: keep scale small."""
-    rng = np.random.default_rng(seed)
-    return [(rng.uniform(-1.0, 1.0, t.dims) * scale).astype(np.float32) for t in g.input_types]
-
-
-def input_scale(program: str) -> float:
-    return 0.2 if program in ("gqa", "mha", "mqa", "qknorm_gqa") else 1.0
-
-
-def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    """max |got − want| / max |want|: scale-free, and robust to tiny reference entries."""
-    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
-
-
-def median_time(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def fused_rows(repeats: int) -> list[dict[str, Any]]:
@@ -98,15 +67,6 @@ def checkpoint_rows(ref_dir: Path, per_file: int, tol: float) -> list[dict[str, 
         rows.append({"file": stem, "graphs": len(graphs), "checked": len(errors),
                      "matching": sum(e <= tol for e in errors), "worst_rel_error": max(errors, default=float("nan"))})
     return rows
-
-
-def find_reference_dir(explicit: str | None) -> Path | None:
-    candidates = [explicit] if explicit else [os.environ.get("MIRAGE_REFERENCE_MUGRAPHS"),
-                                              str(Path.cwd().parent / "shared" / "reference_mugraphs")]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c)
-    return None
 
 
 def write_report(out: Path, sections: dict[str, pd.DataFrame]) -> Path:

@@ -7,7 +7,7 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.bench import fused, programs
-from mirage_lab.cli import input_scale, random_inputs, relative_error
+from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
 
 CASES = [(n, b) for n in fused.FUSED for b in ((1, 8) if n in ("rmsnorm", "gqa") else (1,))]
 

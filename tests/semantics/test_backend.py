@@ -7,7 +7,7 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.bench import fused, programs
-from mirage_lab.cli import input_scale, random_inputs
+from mirage_lab.bench.harness import input_scale, random_inputs
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.semantics.backend import array_module, cupy_available
 
