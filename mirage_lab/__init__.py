@@ -10,9 +10,9 @@
 from mirage_lab import bench
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.builder import new_kernel_graph, new_threadblock_graph
+from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.dtype import DType, bfloat16, float16, float32, float64
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
-from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.io import load, save
 from mirage_lab.semantics.interpret import interpret
 

@@ -34,6 +34,7 @@ from mirage_lab.ir.graph import (
     Node,
     loader_tile,
     make_attrs,
+    plural,
     saver_dims,
 )
 from mirage_lab.ir.ops import ACCUM_NAMES, Kind, Level, Op, ShapeContext
@@ -228,8 +229,8 @@ class KernelGraphBuilder(_GraphBuilder):
         return self.freeze()
 
     def __repr__(self) -> str:
-        return f"KernelGraphBuilder({len(self._tensors)} tensors, {len(self._nodes)} ops, " \
-               f"{len(self._outputs)} outputs)"
+        return (f"KernelGraphBuilder({plural(len(self._tensors), 'tensor')}, {plural(len(self._nodes), 'op')}, "
+                f"{plural(len(self._outputs), 'output')})")
 
 
 class BlockGraphBuilder(_GraphBuilder):
@@ -422,7 +423,8 @@ class BlockGraphBuilder(_GraphBuilder):
 
     def __repr__(self) -> str:
         return (f"BlockGraphBuilder(grid={self.grid}, forloop_range={self.forloop_range}, "
-                f"{len(self._tensors)} tensors, {len(self._savers)} outputs, smem={self._smem} B)")
+                f"{plural(len(self._tensors), 'tensor')}, {plural(len(self._savers), 'output')}, "
+                f"smem={self._smem} B)")
 
 
 def new_kernel_graph() -> KernelGraphBuilder:

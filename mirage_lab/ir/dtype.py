@@ -22,7 +22,8 @@ class DType(enum.Enum):
         return _ITEMSIZE[self]
 
     def __repr__(self) -> str:
-        return f"ml.{self.value}"
+        # the four float types are exported as ml.float16 etc.; the rest only as enum members
+        return f"ml.{self.value}" if self.name.startswith(("FLOAT", "BFLOAT")) else f"ml.DType.{self.name}"
 
     __str__ = __repr__
 

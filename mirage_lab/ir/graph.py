@@ -105,7 +105,15 @@ class BlockGraph:
 
     def __repr__(self) -> str:
         return (f"BlockGraph(grid={self.grid}, forloop_range={self.forloop_range}, "
-                f"{len(self.loaders)} in, {len(self.compute_nodes)} ops, {len(self.savers)} out)")
+                f"{len(self.loaders)} in, {plural(len(self.compute_nodes), 'op')}, {len(self.savers)} out)")
+
+    def _repr_html_(self) -> str:
+        from mirage_lab.ir.printer import to_html
+
+        return to_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 @dataclass(frozen=True)
@@ -163,13 +171,20 @@ class KernelGraph:
 
     def __repr__(self) -> str:
         kinds = [n.op.value for n in self.compute_nodes]
-        return (f"KernelGraph({len(self.inputs)} inputs, ops=[{', '.join(kinds)}], "
-                f"{len(self.outputs)} outputs)")
+        return (f"KernelGraph({plural(len(self.inputs), 'input')}, ops=[{', '.join(kinds)}], "
+                f"{plural(len(self.outputs), 'output')})")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
     def _repr_html_(self) -> str:
         from mirage_lab.ir.printer import to_html
 
         return to_html(self)
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def loader_dtensor(node: Node) -> TensorType:

@@ -20,6 +20,7 @@ from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_grap
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
 from mirage_lab.ir.ops import Kind, Level, Op
+from mirage_lab.ir.smem import UNCHECKED
 from mirage_lab.ir.tensor import TensorType
 from mirage_lab.ir.validate import check_dims
 
@@ -314,7 +315,8 @@ def _tensor_dtype(d: dict[str, Any], nd: dict[str, Any], where: str) -> DType:
 def block_graph_from_dict(d: Any) -> BlockGraph:
     where = "block graph"
     tb = BlockGraphBuilder(_field(d, "grid", list, where), d.get("block", [128, 1, 1]),
-                           _field(d, "forloop_range", int, where), d.get("reduction_dimx", 64))
+                           _field(d, "forloop_range", int, where), d.get("reduction_dimx", 64),
+                           smem_limit=UNCHECKED)
     env: dict[int, Any] = {}
     for k, nd in enumerate(_field(d, "nodes", list, where)):
         w = f"{where} node {k}"

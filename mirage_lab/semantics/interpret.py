@@ -231,6 +231,8 @@ def running_max(ns: NumberSystem, node: Node, in_dims: list[tuple[int, ...]], ar
     spec = node.op.spec
     assert spec.evaluate is not None
     m = spec.evaluate(ns, EvalArgs(node.attr_map, tuple(in_dims), bg.reduction_dimx), args[0])
+    if bg.tensors[node.inputs[0]].post_loop:  # runs once, after the loop: no earlier maximum
+        return [m, ns.sub(m, m)]
     steps = [_iteration(ns, m, i) for i in range(bg.forloop_range)]
     running, diffs = [steps[0]], [ns.sub(steps[0], steps[0])]
     for s in steps[1:]:
