@@ -19,7 +19,7 @@ from mirage_lab.errors import FormatError, MirageError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
-from mirage_lab.ir.ops import Kind, Level, Op
+from mirage_lab.ir.ops import ACCUM_KEY, Kind, Level, Op
 from mirage_lab.ir.smem import UNCHECKED
 from mirage_lab.ir.tensor import TensorType
 from mirage_lab.ir.validate import check_dims
@@ -85,8 +85,12 @@ def canonical_hash(g: KernelGraph) -> str:
 
 def save(graphs: Any, path: str | os.PathLike[str]) -> Path:
     """Write one graph (or a list) atomically: a crash mid-write never leaves a truncated file."""
+    return write_atomic(path, dumps(graphs))
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
     p = Path(path)
-    text = dumps(graphs)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, p)
@@ -188,11 +192,6 @@ def _method(name: str, *attr_names: str) -> Replay:
     return replay
 
 
-_ACCUM_KEY = {
-    Op.ACCUM_NO_RED: None, Op.ACCUM_SUM: "sum", Op.ACCUM_MEAN: "mean", Op.ACCUM_RMS: "rms",
-    Op.ACCUM_SUM_TODIMX: "sum_todimx", Op.ACCUM_NO_RED_RESCALE: "nored_rescale",
-    Op.ACCUM_SUM_RESCALE: "sum_rescale", Op.ACCUM_MAX: "max",
-}
 
 
 def _check_op(op: Op, ins: list[Any], kernel: bool, where: str) -> None:
@@ -211,7 +210,7 @@ def _replay_for(op: Op, kernel: bool) -> Replay:
     if op.spec.kind in (Kind.UNARY, Kind.BINARY, Kind.MATMUL) and op not in (Op.CLAMP, Op.MUL_SCALAR):
         return _method(op.value)
     if op.spec.kind is Kind.ACCUM:
-        key = _ACCUM_KEY[op]
+        key = ACCUM_KEY[op]
         return lambda b, ins, attrs: [b.forloop_accum(ins[0], key, *ins[1:])]
     table: dict[Op, Replay] = {
         Op.CLAMP: _method("clamp", "min", "max"),

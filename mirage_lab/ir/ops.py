@@ -454,6 +454,12 @@ ACCUM_NAMES: dict[str | None, Op] = {
 }
 
 
+#: accumulator op → its ``forloop_accum`` name (None for NO_RED), the inverse of ACCUM_NAMES
+ACCUM_KEY: dict[Op, str | None] = {}
+for _name, _accum in ACCUM_NAMES.items():
+    ACCUM_KEY.setdefault(_accum, _name)
+
+
 def ops_at(level: Level) -> list[Op]:
     """Every op that exists at ``level``, in table order."""
     return [spec.op for spec in _ROWS if level in spec.codes]

@@ -42,7 +42,7 @@ from typing import Any
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import PHI, BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
 from mirage_lab.ir.io import canonical_hash
-from mirage_lab.ir.ops import ACCUM_NAMES, Kind, Op
+from mirage_lab.ir.ops import ACCUM_KEY, Kind, Op
 from mirage_lab.ir.smem import DEFAULT_ARCH, capacity, heuristic_usage
 from mirage_lab.ir.tensor import TensorType, contiguous_strides
 
@@ -258,14 +258,6 @@ def to_html(g: Any) -> str:
 
 # --------------------------------------------------------------------------- builder code
 
-_FLOAT_NAMES = {"float16", "bfloat16", "float32", "float64"}  # the dtypes exported as ml.<name>
-_ACCUM_NAME = {op: name for name, op in ACCUM_NAMES.items() if name not in (None, "nored")}
-
-
-def _dtype_code(dt: DType) -> str:
-    return f"ml.{dt.value}" if dt.value in _FLOAT_NAMES else f"ml.DType.{dt.name}"
-
-
 def _py(v: Any) -> str:
     """Python source for an attribute value (tuples keep their one-element comma)."""
     if isinstance(v, tuple | list):
@@ -281,7 +273,7 @@ def _call(b: str, node: Node, args: list[str], kernel: bool) -> str:
         if op is Op.ACCUM_NO_RED:
             return f"{b}.forloop_accum({args[0]})"
         extra = f", rescale={args[1]}" if len(args) > 1 else ""
-        return f'{b}.forloop_accum({args[0]}, "{_ACCUM_NAME[op]}"{extra})'
+        return f'{b}.forloop_accum({args[0]}, "{ACCUM_KEY[op]}"{extra})'
     if op is Op.MUL_SCALAR:
         return f"{b}.mul_scalar({args[0]}, {a['scalar']!r})"
     if op is Op.CLAMP:
@@ -331,7 +323,7 @@ def _block_code(bg: BlockGraph, inputs: list[str]) -> list[str]:
 def _input_code(name: str, t: TensorType, strides: Sequence[int] | None) -> str:
     st = "" if strides is None or tuple(strides) == contiguous_strides(t.dims) else \
         f", strides={_py(tuple(strides))}"
-    return f"{name} = g.new_input(dims={_py(t.dims)}, dtype={_dtype_code(t.dtype)}{st})"
+    return f"{name} = g.new_input(dims={_py(t.dims)}, dtype={t.dtype!r}{st})"
 
 
 def to_python(g: Any) -> str:
