@@ -54,9 +54,12 @@ def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 0) -> float:
 
 
 def find_reference_dir(explicit: str | None = None) -> Path | None:
-    """The reference μGraphs: ``explicit``, ``$MIRAGE_REFERENCE_MUGRAPHS``, or ``../shared/…``."""
+    """The reference μGraphs: ``explicit``, ``$MIRAGE_REFERENCE_MUGRAPHS``, or ``shared/reference_mugraphs``
+    beside the working directory or beside a source checkout of mirage-lab."""
+    checkout = Path(__file__).resolve().parents[2]
     candidates = [explicit] if explicit else [os.environ.get("MIRAGE_REFERENCE_MUGRAPHS"),
-                                              str(Path.cwd().parent / "shared" / "reference_mugraphs")]
+                                              str(Path.cwd().parent / "shared" / "reference_mugraphs"),
+                                              str(checkout.parent / "shared" / "reference_mugraphs")]
     for c in candidates:
         if c and Path(c).is_dir():
             return Path(c)
