@@ -269,20 +269,26 @@ def _expect_types(built: Sequence[TensorType], recorded: Any, where: str, block:
                               "the file was edited inconsistently")
 
 
+def _read_node(env: dict[int, Any], nd: Any, where: str, kernel: bool) -> tuple[Op, list[Any], dict[str, Any]]:
+    """The op, input handles and attributes of one node record, checked."""
+    op = _op(_field(nd, "op", str, where), where)
+    ins = _lookup(env, _ids(nd.get("inputs", []), where), where)
+    _check_op(op, ins, kernel, where)
+    attrs = nd.get("attrs", {})
+    if not isinstance(attrs, dict):
+        raise FormatError(f"{where}: 'attrs' must be an object")
+    return op, ins, attrs
+
+
 def graph_from_dict(d: Any) -> KernelGraph:
     b = KernelGraphBuilder()
     env: dict[int, Any] = {}
     for k, nd in enumerate(_field(d, "nodes", list, "graph")):
         where = f"node {k}"
-        op = _op(_field(nd, "op", str, where), where)
-        ins = _lookup(env, _ids(nd.get("inputs", []), where), where)
-        _check_op(op, ins, True, where)
-        attrs = nd.get("attrs", {})
-        if not isinstance(attrs, dict):
-            raise FormatError(f"{where}: 'attrs' must be an object")
+        op, ins, attrs = _read_node(env, nd, where, kernel=True)
         if op is Op.INPUT:
-            outs = [b.new_input(_need(attrs, "dims") if "dims" in attrs else _tensor_of(d, nd, where),
-                                _tensor_dtype(d, nd, where), attrs.get("strides"))]
+            dims, dtype = _input_type(d, nd, where)
+            outs = [b.new_input(dims, dtype, attrs.get("strides"))]
         elif op is Op.CUSTOMIZED:
             outs = b.customized(ins, block_graph_from_dict(_field(nd, "body", dict, where)))
         else:
@@ -295,20 +301,14 @@ def graph_from_dict(d: Any) -> KernelGraph:
     return g
 
 
-def _tensor_of(d: dict[str, Any], nd: dict[str, Any], where: str) -> Any:
+def _input_type(d: dict[str, Any], nd: dict[str, Any], where: str) -> tuple[Any, DType]:
+    """A kernel input's dims and dtype, from the graph's ``tensors`` table."""
     out = _ids(nd.get("outputs", []), where)
     tensors = d.get("tensors")
     if len(out) != 1 or not isinstance(tensors, list) or not 0 <= out[0] < len(tensors):
-        raise FormatError(f"{where}: an input needs its dims (in 'tensors' or attrs.dims)")
-    return _field(tensors[out[0]], "dims", list, where)
-
-
-def _tensor_dtype(d: dict[str, Any], nd: dict[str, Any], where: str) -> DType:
-    out = _ids(nd.get("outputs", []), where)
-    tensors = d.get("tensors")
-    if len(out) == 1 and isinstance(tensors, list) and 0 <= out[0] < len(tensors):
-        return DType.parse(_field(tensors[out[0]], "dtype", str, where))
-    return DType.FLOAT16
+        raise FormatError(f"{where}: an input's dims and dtype must be listed in the graph's 'tensors'")
+    t = tensors[out[0]]
+    return _field(t, "dims", list, where), DType.parse(_field(t, "dtype", str, where))
 
 
 def block_graph_from_dict(d: Any) -> BlockGraph:
@@ -319,12 +319,7 @@ def block_graph_from_dict(d: Any) -> BlockGraph:
     env: dict[int, Any] = {}
     for k, nd in enumerate(_field(d, "nodes", list, where)):
         w = f"{where} node {k}"
-        op = _op(_field(nd, "op", str, w), w)
-        ins = _lookup(env, _ids(nd.get("inputs", []), w), w)
-        _check_op(op, ins, False, w)
-        attrs = nd.get("attrs", {})
-        if not isinstance(attrs, dict):
-            raise FormatError(f"{w}: 'attrs' must be an object")
+        op, ins, attrs = _read_node(env, nd, w, kernel=False)
         if op is Op.INPUT:
             dt = TensorType(check_dims(_need(attrs, "dims"), f"{w} dims"), DType.parse(_need(attrs, "dtype")))
             outs = [tb.new_input(dt, _need(attrs, "imap"), _need(attrs, "fmap"))]
