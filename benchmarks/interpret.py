@@ -75,6 +75,16 @@ def cases(ref_dir: Path | None) -> list[tuple[str, str, int, ml.KernelGraph]]:
     return out
 
 
+def hardware() -> dict[str, Any]:
+    """What machine made these figures (quoted beside them in data/)."""
+    import os
+    import platform
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return {"cpu": cpu, "cores": os.cpu_count(), "numpy": np.__version__, "python": platform.python_version()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -96,7 +106,7 @@ def main() -> int:
     print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"\nmedian ratio interpret/numpy: {df['ratio'].median():.2f}  (max {df['ratio'].max():.2f})")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps({"hardware": hardware(), "rows": rows}, indent=1))
     return 0
 
 

@@ -81,6 +81,9 @@ class _GraphBuilder:
         ids = [self._resolve(t, f"{op.value} input {i}") for i, t in enumerate(inputs)]
         types = [self._tensors[i] for i in ids]
         label = f"{op.value}({', '.join(f'{self.handle_type.prefix}{i}' for i in ids)})"
+        if len({t.dtype for t in types}) > 1:
+            raise ShapeError(f"{label}: operands have different dtypes ({', '.join(map(str, types))}); "
+                             "declare the inputs with one dtype")
         post = self._phase(op, types, label)
         try:
             out_dims = spec.shape(self._context(), [t.dims for t in types], attrs)

@@ -118,6 +118,15 @@ def _(tmp: Path) -> Any:
     return g.add(a, b)
 
 
+@case("kernel-add-mixed-dtypes", ShapeError, "add(d0, d1)", "different dtypes", "f16[8, 8]", "f32[8, 8]",
+      "one dtype")
+def _(tmp: Path) -> Any:
+    g = ml.new_kernel_graph()
+    a = g.new_input(dims=(8, 8), dtype=ml.float16)
+    b = g.new_input(dims=(8, 8), dtype=ml.float32)
+    return g.add(a, b)
+
+
 @case("kernel-mul-not-broadcastable", ShapeError, "mul(d0, d1)", "dim 1 sizes 16 and 4",
       "neither equal nor 1", "broadcast")
 def _(tmp: Path) -> Any:

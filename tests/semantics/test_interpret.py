@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
 
 import mirage_lab as ml
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
 from mirage_lab.ir.tensor import DTensor, STensor
 from tests.semantics.literal import interpret_literal
+from tests.strategies import kernel_graphs, random_inputs
 
 PHI = -1
 Body = Callable[[BlockGraphBuilder, list[STensor]], None]
@@ -138,3 +140,16 @@ def test_interpret_float32_dtype_and_host_output() -> None:
     (out,) = ml.interpret(g, [np.zeros((2, 2))], dtype="float32")
     assert isinstance(out, np.ndarray) and out.dtype == np.float32
     np.testing.assert_array_equal(out, np.ones((2, 2)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kernel_graphs())
+def test_random_graphs_match_literal_execution_model(g: ml.KernelGraph) -> None:
+    """Random valid μGraphs (every op, map and accumulator): vectorised == one loop per block."""
+    note(str(g))
+    ins = random_inputs(g, seed=11)
+    with np.errstate(all="ignore"):
+        got = ml.interpret(g, ins)
+        want = interpret_literal(g, ins)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
