@@ -106,7 +106,8 @@ def _kib(n: int) -> str:
     if n < 1024:
         return f"{n}B"
     k = n / 1024
-    return f"{k:.0f}KiB" if k == int(k) else f"{k:.1f}KiB"
+    text = f"{k:.1f}"
+    return f"{text.removesuffix('.0')}KiB"
 
 
 def _params(items: Sequence[tuple[str, str]]) -> str:
