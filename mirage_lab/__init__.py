@@ -15,6 +15,7 @@ from mirage_lab.ir.dtype import DType, bfloat16, float16, float32, float64
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.io import load, save
 from mirage_lab.semantics.interpret import interpret
+from mirage_lab.verify import verify
 
 __version__ = "0.1.0"
 
@@ -34,4 +35,5 @@ __all__ = [
     "new_kernel_graph",
     "new_threadblock_graph",
     "save",
+    "verify",
 ]

@@ -1,0 +1,6 @@
+"""Probabilistic equivalence verification over finite fields (SPEC §6)."""
+
+from mirage_lab.verify.result import VerificationResult
+from mirage_lab.verify.verifier import Verifier, verify
+
+__all__ = ["VerificationResult", "Verifier", "verify"]

@@ -1,0 +1,212 @@
+"""Probabilistic equivalence of μGraphs over finite fields, with evidence (SPEC §6).
+
+``Verifier`` holds one reference program and caches its field evaluation per trial
+seed, so a search can check many candidates against it; it keeps no global state.
+``verify`` is the one-shot form. Each trial draws fresh uniform inputs from Z_p × Z_q;
+a candidate passes only if, in every trial, some assignment of its outputs to the
+reference's outputs matches element for element (types first, SPEC §6.3). The
+assignment that matched in every trial is returned (the reference returned the
+identity by mistake, SPEC §11 #3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from mirage_lab.errors import InputError
+from mirage_lab.ir.builder import as_graph
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.semantics.arith import FloatArith
+from mirage_lab.semantics.field import DEFAULT_FIELD, REFERENCE_FIELD, FieldArith, FieldSpec, FieldValue
+from mirage_lab.semantics.interpret import run_kernel_graph
+from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
+from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
+
+FloatCheckMode = bool | Literal["auto"]
+Parity = Literal["older", "current"]
+#: "auto" runs the float64 cross-check when inputs total at most this many elements (or heuristic ops occur)
+AUTO_FLOAT_ELEMENTS = 1 << 25
+FLOAT_RTOL = 1e-7
+
+
+def _digest(v: FieldValue) -> str:
+    h = hashlib.sha256(np.ascontiguousarray(v.p).tobytes())
+    h.update(np.ascontiguousarray(v.q).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _first_mismatch(c: FieldValue, r: FieldValue) -> tuple[int, ...] | None:
+    bad = np.argwhere((c.p != r.p) | (c.q != r.q))
+    return tuple(int(i) for i in bad[0]) if len(bad) else None
+
+
+class Verifier:
+    """Checks candidates against one reference program (SPEC §6.5)."""
+
+    def __init__(self, reference: Any, *, trials: int = 3, seed: int = 0, field: FieldSpec = DEFAULT_FIELD,
+                 backend: str | None = None, float_check: FloatCheckMode = "auto",
+                 parity: Parity | None = None) -> None:
+        self.reference = as_graph(reference)
+        if parity is not None:  # the reference's exact procedure: one deterministic test over (167, 83)
+            field, trials, float_check = REFERENCE_FIELD, 1, False
+        if trials < 0:
+            raise InputError(f"trials must be ≥ 0, got {trials}")
+        self.trials, self.seed, self.field, self.parity = trials, seed, field, parity
+        self.ns = FieldArith(field, backend)
+        self.backend = backend
+        self.float_check = float_check
+        self._program: dict[int, tuple[list[FieldValue], list[FieldValue]]] = {}
+        self._program_seconds = 0.0
+        self.ref_degree = degree(self.reference)
+        self.ref_heuristic = heuristic_ops(self.reference)
+
+    def __repr__(self) -> str:
+        return (f"Verifier({len(self.reference.inputs)} inputs → {len(self.reference.outputs)} outputs, "
+                f"trials={self.trials}, field={self.field}{', parity=' + self.parity if self.parity else ''})")
+
+    # -- inputs and the cached program ---------------------------------------------------------
+    def trial_seed(self, trial: int) -> tuple[int, ...]:
+        return (self.seed, trial)
+
+    def _inputs(self, trial: int) -> list[FieldValue]:
+        if self.parity is not None:
+            return [self._parity_input(i, t.dims) for i, t in enumerate(self.reference.input_types)]
+        rng = np.random.default_rng(list(self.trial_seed(trial)))
+        return [self.ns.random(t.dims, rng) for t in self.reference.input_types]
+
+    def _parity_input(self, rank: int, dims: tuple[int, ...]) -> FieldValue:
+        """The reference's deterministic fingerprints: idx mod pq (older) or (100003·rank + idx) mod pq."""
+        pq = self.field.p * self.field.q
+        idx = np.arange(math.prod(dims), dtype=np.int64).reshape(dims)
+        packed = (idx if self.parity == "older" else 100003 * rank + idx) % pq
+        return self.ns.from_host(packed)
+
+    def program(self, trial: int) -> tuple[list[FieldValue], list[FieldValue]]:
+        """(inputs, outputs) of the reference for ``trial``, evaluated once."""
+        if trial not in self._program:
+            t = time.perf_counter()
+            ins = self._inputs(trial)
+            outs = run_kernel_graph(self.reference, ins, self.ns)
+            self._program[trial] = (ins, outs)
+            self._program_seconds += time.perf_counter() - t
+        return self._program[trial]
+
+    # -- checking -------------------------------------------------------------------------------
+    def check(self, candidate: Any) -> VerificationResult:
+        start = time.perf_counter()
+        cand = as_graph(candidate)
+        if cand.input_types != self.reference.input_types:
+            raise InputError("the candidate's inputs differ from the reference's: "
+                             f"{[str(t) for t in cand.input_types]} vs {[str(t) for t in self.reference.input_types]}; "
+                             "both graphs must take the same tensors in the same order")
+        before = self._program_seconds
+        heur = sorted(self.ref_heuristic | heuristic_ops(cand))
+        unsupported = unsupported_ops(cand) | unsupported_ops(self.reference)
+        D = self.ref_degree + degree(cand)
+        trials: list[TrialEvidence] = []
+        candidates = self._type_matchings(cand)
+        reason = "every trial matched"
+        if not candidates:
+            reason = "no assignment of candidate outputs to reference outputs has equal dims and dtypes"
+        elif unsupported:
+            reason = f"no field rule for {', '.join(sorted(unsupported))}: decided by the float64 check alone"
+        else:
+            for k in range(self.trials):
+                ev = self._trial(cand, k, candidates)
+                trials.append(ev)
+                candidates = [perm for perm in candidates if perm in ev.permutations]
+                if not ev.matched:
+                    reason = f"trial {k} found no matching assignment of outputs"
+                    break
+        field_ok = bool(candidates) and all(t.matched for t in trials)
+        fc = self._float_check(cand, candidates[0] if candidates else None, bool(heur) or bool(unsupported),
+                               run=field_ok)
+        equivalent = field_ok and fc.passed is not False and (bool(trials) or bool(fc.passed))
+        if field_ok and fc.passed is False:
+            reason = f"the field trials matched but the float64 check failed ({fc.reason})"
+        bound = (min(1.0, D / self.field.p) ** len(trials)) if equivalent and trials else None
+        total = time.perf_counter() - start
+        program = self._program_seconds - before
+        return VerificationResult(
+            equivalent=equivalent, reason=reason, permutation=candidates[0] if equivalent else None,
+            trials=tuple(trials), field_name=str(self.field), p=self.field.p, degree=D, error_bound=bound,
+            bound_is_heuristic=bool(heur), heuristic_ops=tuple(heur), float_check=fc,
+            timings={"total": total, "program": program, "candidate": sum(t.seconds for t in trials),
+                     "float_check": total - program - sum(t.seconds for t in trials)})
+
+    def _type_matchings(self, cand: KernelGraph) -> list[tuple[int, ...]]:
+        ref_t = [(t.dims, t.dtype) for t in self.reference.output_types]
+        cand_t = [(t.dims, t.dtype) for t in cand.output_types]
+        if len(ref_t) != len(cand_t):
+            return []
+        return [perm for perm in itertools.permutations(range(len(cand_t)))
+                if all(cand_t[j] == ref_t[i] for i, j in enumerate(perm))]
+
+    def _trial(self, cand: KernelGraph, k: int, perms: Sequence[tuple[int, ...]]) -> TrialEvidence:
+        ins, want = self.program(k)
+        t = time.perf_counter()
+        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, ins, self.ns)]
+        want = [self.ns.to_host(v) for v in want]
+        equal = {(i, j): got[j].equals(want[i]) for perm in perms for i, j in enumerate(perm)}
+        matched = tuple(perm for perm in perms if all(equal[(i, j)] for i, j in enumerate(perm)))
+        witness = None
+        if not matched:
+            perm = perms[0]
+            i = next(i for i, j in enumerate(perm) if not equal[(i, j)])
+            j = perm[i]
+            idx = _first_mismatch(got[j], want[i]) or ()
+            witness = Witness(i, j, idx, (int(got[j].p[idx]), int(got[j].q[idx])),
+                              (int(want[i].p[idx]), int(want[i].q[idx])), "field values (p, q)")
+        return TrialEvidence(k, self.trial_seed(k), bool(matched), tuple(_digest(w) for w in want), matched,
+                             witness, time.perf_counter() - t)
+
+    # -- real arithmetic --------------------------------------------------------------------------
+    def _float_check(self, cand: KernelGraph, perm: tuple[int, ...] | None, needed: bool, run: bool) -> FloatCheck:
+        mode = self.float_check
+        small = sum(t.numel for t in cand.input_types) <= AUTO_FLOAT_ELEMENTS
+        if not run or perm is None or mode is False or (mode == "auto" and not (needed or small)):
+            return FloatCheck(False, None, None, "not run")
+        ns = FloatArith(self.backend)
+        for low, high in ((-0.5, 0.5), (0.1, 0.6)):  # signed first; positive if the program overflows or hits NaN
+            rng = np.random.default_rng([self.seed, 1 << 20])
+            ins = [ns.from_host(rng.uniform(low, high, t.dims)) for t in cand.input_types]
+            with np.errstate(all="ignore"):
+                want = [ns.to_host(v) for v in run_kernel_graph(self.reference, ins, ns)]
+                got = [ns.to_host(v) for v in run_kernel_graph(cand, ins, ns)]
+            if all(np.isfinite(w).all() for w in want):
+                break
+        else:
+            return FloatCheck(True, None, None, "inconclusive: the program is not finite on random inputs")
+        worst, witness = 0.0, None
+        for i, j in enumerate(perm):
+            scale = max(float(np.abs(want[i]).max()), 1e-300)
+            diff = np.abs(got[j] - want[i])
+            err = float(np.nanmax(diff)) / scale if np.isfinite(got[j]).all() else math.inf
+            if err > worst:
+                worst = err
+                flat = int(np.argmax(np.where(np.isnan(diff), np.inf, diff)))
+                idx = tuple(int(x) for x in np.unravel_index(flat, diff.shape))
+                witness = Witness(i, j, idx, float(got[j][idx]), float(want[i][idx]), "float64")
+        passed = worst <= FLOAT_RTOL
+        return FloatCheck(True, passed, worst, f"max rel err {worst:.1e} vs tolerance {FLOAT_RTOL:.0e}",
+                          None if passed else witness)
+
+
+def verify(candidate: Any, reference: Any, *, trials: int = 3, seed: int = 0, field: FieldSpec = DEFAULT_FIELD,
+           backend: str | None = None, float_check: FloatCheckMode = "auto",
+           parity: Parity | None = None) -> VerificationResult:
+    """Is ``candidate`` equivalent to ``reference``? Randomised finite-field testing with evidence.
+
+    ``trials`` independent random trials over ``field`` (default p = 16 774 679); the float64
+    cross-check runs when heuristic ops occur or inputs are small (``float_check="auto"``).
+    ``parity="older"|"current"`` reproduces the reference implementation's single deterministic test.
+    """
+    return Verifier(reference, trials=trials, seed=seed, field=field, backend=backend,
+                    float_check=float_check, parity=parity).check(candidate)
