@@ -82,7 +82,18 @@ def hardware() -> dict[str, Any]:
 
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return {"cpu": cpu, "cores": os.cpu_count(), "numpy": np.__version__, "python": platform.python_version()}
+    info: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "numpy": np.__version__,
+                            "python": platform.python_version()}
+    try:
+        import cupy
+
+        if cupy.is_available():
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            info["gpu"] = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+            info["cupy"] = cupy.__version__
+    except Exception:  # no CuPy or no driver: a CPU-only record
+        pass
+    return info
 
 
 def main() -> int:
@@ -90,23 +101,26 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="also write the rows to this JSON file")
     ap.add_argument("--reference-dir", help="folder of reference checkpoints (default ../shared/...)")
+    ap.add_argument("--backend", default="numpy", help="interpreter array backend: numpy or cupy")
     args = ap.parse_args()
     rows = []
     for kind, name, b, graph in cases(find_reference_dir(args.reference_dir)):
         ins = random_inputs(graph, seed=0, scale=input_scale(name))
         t_np = median_time(partial(NUMPY[name], *ins), args.repeats, warmup=1)
-        t_ml = median_time(partial(ml.interpret, graph, ins, dtype="float32"), args.repeats, warmup=1)
+        run = partial(ml.interpret, graph, ins, dtype="float32", backend=args.backend)
+        t_ml = median_time(run, args.repeats, warmup=1)
         rows.append({"graph": kind, "program": name, "batch": b, "kernels": len(graph.compute_nodes),
                      "numpy_ms": 1e3 * t_np, "interpret_ms": 1e3 * t_ml, "ratio": t_ml / t_np,
                      "numpy_peak_MiB": peak_mib(partial(NUMPY[name], *ins)),
-                     "interpret_peak_MiB": peak_mib(partial(ml.interpret, graph, ins, dtype="float32"))})
+                     "interpret_peak_MiB": peak_mib(run)})
         print(f"{kind:>22} {name:>10} b={b}: numpy {1e3 * t_np:8.2f} ms  interpret {1e3 * t_ml:8.2f} ms  "
               f"ratio {t_ml / t_np:5.2f}", file=sys.stderr)
     df = pd.DataFrame(rows)
     print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"\nmedian ratio interpret/numpy: {df['ratio'].median():.2f}  (max {df['ratio'].max():.2f})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"hardware": hardware(), "rows": rows}, indent=1))
+        info = {"hardware": hardware(), "backend": args.backend, "rows": rows}
+        Path(args.json).write_text(json.dumps(info, indent=1))
     return 0
 
 

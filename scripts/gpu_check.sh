@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The one device check for a session that is lent a GPU (see DEVELOPERS.md): installs the
+# gpu extra, runs the GPU tests and the GPU benchmarks, and writes figures under $OUT (or data/).
+# Meant to finish in well under 8 minutes on one H100/H200.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-data}"
+mkdir -p "$OUT"
+python3 -m venv .venv-gpu
+.venv-gpu/bin/python -m pip install --quiet --upgrade pip
+.venv-gpu/bin/python -m pip install --quiet -e '.[test,gpu]'
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu_info.csv"
+.venv-gpu/bin/python -m pytest -m gpu -q -rs 2>&1 | tee "$OUT/gpu_tests.log"
+.venv-gpu/bin/python benchmarks/interpret.py --backend cupy --repeats 5 --json "$OUT/interpret_gpu.json" \
+  | tee "$OUT/interpret_gpu.txt"
+.venv-gpu/bin/python benchmarks/verify.py --backend cupy --json "$OUT/verify_gpu.json" | tee "$OUT/verify_gpu.txt"
