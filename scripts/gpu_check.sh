@@ -13,4 +13,5 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 .venv-gpu/bin/python -m pytest -m gpu -q -rs 2>&1 | tee "$OUT/gpu_tests.log"
 .venv-gpu/bin/python benchmarks/interpret.py --backend cupy --repeats 5 --json "$OUT/interpret_gpu.json" \
   | tee "$OUT/interpret_gpu.txt"
-.venv-gpu/bin/python benchmarks/verify.py --backend cupy --json "$OUT/verify_gpu.json" | tee "$OUT/verify_gpu.txt"
+.venv-gpu/bin/python benchmarks/verify.py --backend cupy --repeats 1 --no-cached --json "$OUT/verify_gpu.json" \
+  | tee "$OUT/verify_gpu.txt"

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mirage_lab.errors import UnsupportedOpError
+from mirage_lab.errors import InputError, UnsupportedOpError
 from mirage_lab.semantics.arith import Axes, concat_shapes, strided_groups
 from mirage_lab.semantics.backend import array_module, to_numpy
 from mirage_lab.semantics.fold import fold_plan
@@ -145,7 +145,11 @@ class FieldArith:
     def from_host(self, a: Any) -> FieldValue:
         if isinstance(a, FieldValue):
             return FieldValue(self.xp.asarray(a.p, dtype=np.int64), self.xp.asarray(a.q, dtype=np.int64))
-        ints = self.xp.asarray(a).astype(np.int64)  # an integer tensor embeds as (x mod p, x mod q)
+        arr = self.xp.asarray(a)
+        if arr.dtype.kind == "f" and not bool((arr == self.xp.floor(arr)).all()):
+            raise InputError("finite-field inputs must be integers (or FieldValue pairs); got non-integral "
+                             "floats. Use FieldArith.random(...) or round the values first")
+        ints = arr.astype(np.int64)  # an integer tensor embeds as (x mod p, x mod q)
         return self._map(lambda x, m: x % m, FieldValue(ints, ints))
 
     def to_host(self, v: FieldValue) -> FieldValue:
