@@ -230,9 +230,10 @@ class FieldArith:
         bf = b.astype(np.float64)
         acc_lo = acc_hi = None
         for s in range(0, a.shape[-1], chunk):
-            part_lo = self._reduce(xp.matmul(lo[..., s:s + chunk], bf[..., s:s + chunk, :]), m)
+            part_lo = xp.matmul(lo[..., s:s + chunk], bf[..., s:s + chunk, :])
             part_hi = self._reduce(xp.matmul(hi[..., s:s + chunk], bf[..., s:s + chunk, :]), m)
-            acc_lo = part_lo if acc_lo is None else self._reduce(acc_lo + part_lo, m)
+            # one chunk: the raw low part (< 2^52) plus hi·2^L (< 2^(bits+L+1)) still stays below 2^53
+            acc_lo = part_lo if acc_lo is None else self._reduce(self._reduce(acc_lo, m) + part_lo, m)
             acc_hi = part_hi if acc_hi is None else self._reduce(acc_hi + part_hi, m)
         assert acc_lo is not None and acc_hi is not None
         acc_hi *= float(1 << limb)
@@ -240,7 +241,7 @@ class FieldArith:
         return self._fmod(acc_hi, m).astype(np.int64)
 
     def _reduce(self, c: Any, m: int) -> Any:
-        """A lazy residue of float64 integers |c| < 2^52: congruent to c mod m, within (−m, 2m), in place."""
+        """A lazy residue of float64 integers |c| < 2^53: congruent to c mod m, within (−m, 2m), in place."""
         xp = self.xp
         quot = c * (1.0 / m)
         xp.floor(quot, out=quot)
@@ -249,10 +250,11 @@ class FieldArith:
         return c
 
     def _fmod(self, c: Any, m: int) -> Any:
-        """``c mod m`` in [0, m) for float64 integers |c| < 2^52 (np.fmod is several times slower)."""
+        """``c mod m`` in [0, m) for float64 integers |c| < 2^53, in place (np.fmod is several times slower)."""
         r = self._reduce(c, m)
-        r = self.xp.where(r < 0, r + m, r)
-        return self.xp.where(r >= m, r - m, r)
+        r[r < 0] += m  # the reciprocal's rounding leaves r within (−m, 2m): fix the rare stragglers
+        r[r >= m] -= m
+        return r
 
     def matmul(self, a: FieldValue, b: FieldValue) -> FieldValue:
         if a.ndim == b.ndim and a.ndim > 2:
