@@ -18,6 +18,7 @@ import mirage_lab as ml
 from mirage_lab.bench import fused, programs
 from mirage_lab.semantics.backend import cupy_available
 from mirage_lab.semantics.field import DEFAULT_FIELD, LARGE_FIELD, REFERENCE_FIELD, FieldArith, FieldSpec, FieldValue
+from tests.verify.test_verify import _two_outputs
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cupy_available(), reason="needs CuPy and a CUDA device")]
@@ -116,17 +117,6 @@ def _gated_mlp_swapped() -> ml.KernelGraph:
     w1 = g.new_input(dims=(4096, 4096), dtype=ml.float16)
     w2 = g.new_input(dims=(4096, 4096), dtype=ml.float16)
     g.mark_output(g.mul(g.silu(g.matmul(x, w2)), g.matmul(x, w1)))
-    return g.freeze()
-
-
-def _two_outputs(swapped: bool) -> ml.KernelGraph:
-    g = ml.new_kernel_graph()
-    x = g.new_input(dims=(8, 32), dtype=ml.float16)
-    w1 = g.new_input(dims=(32, 16), dtype=ml.float16)
-    w2 = g.new_input(dims=(32, 16), dtype=ml.float16)
-    a, b = g.matmul(x, w1), g.matmul(x, w2)
-    for o in ((b, a) if swapped else (a, b)):
-        g.mark_output(o)
     return g.freeze()
 
 
