@@ -17,7 +17,15 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.verify.mutate import KINDS, Mutant, RewriteStats, mutants, really_different, rewrites
+from mirage_lab.verify.mutate import (
+    KINDS,
+    Mutant,
+    RewriteStats,
+    different_mutants,
+    mutants,
+    really_different,
+    rewrites,
+)
 from mirage_lab.verify.rewrite import REWRITES, build, same_io
 
 PHI = -1
@@ -263,6 +271,13 @@ def test_most_mutants_really_differ(name: str, all_mutants: dict[str, tuple[Kern
     _g, ms = all_mutants[name]
     assert different[name], f"no mutant of {name} differs"
     assert len(different[name]) >= len(ms) // 3
+
+
+def test_different_mutants_filters_and_limits() -> None:
+    g = gqa_fused()
+    ms = list(different_mutants(g, limit=6))
+    assert len(ms) == 6 and all(really_different(g, m.graph) for m in ms)
+    assert [m.description for m in ms] == [m.description for m in mutants(g) if really_different(g, m.graph)][:6]
 
 
 def test_really_different_cases() -> None:
