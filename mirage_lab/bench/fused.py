@@ -72,19 +72,20 @@ def lora(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     return g.freeze()
 
 
-def gqa(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
+def gqa(batch_size: int = 1, dtype: DType = float16, split: tuple[int, int, int] | None = None) -> KernelGraph:
     """Two kernels, split-KV "flash decoding" without max subtraction.
 
     Kernel 1 computes ``exp(Q·K)`` per KV chunk and keeps both its running sum and its
     product with V; kernel 2 sums the chunks (RED_LD_SUM, REDTOX_LD_SUM) and divides.
+    ``split = (gy, gz, F)`` overrides kernel 1's KV blocks, query blocks and loop count.
     """
     heads = 2 * batch_size
-    gy, gz = (8, 16) if batch_size == 1 else (16, 4)
+    gy, gz, forloop = split or ((8, 16, 4) if batch_size == 1 else (16, 4, 4))
     g = new_kernel_graph()
     q = g.new_input(dims=(heads, 256, 64), dtype=dtype)
     k = g.new_input(dims=(heads, 64, 4096), dtype=dtype)
     v = g.new_input(dims=(heads, 4096, 64), dtype=dtype)
-    tb = new_threadblock_graph(grid_dim=(heads, gy, gz), forloop_range=4)
+    tb = new_threadblock_graph(grid_dim=(heads, gy, gz), forloop_range=forloop)
     tq = tb.new_input(dtensor=q, input_map=(0, PHI, 1), forloop_dim=PHI)
     tk = tb.new_input(dtensor=k, input_map=(0, 2, PHI), forloop_dim=2)
     tv = tb.new_input(dtensor=v, input_map=(0, 1, PHI), forloop_dim=1)

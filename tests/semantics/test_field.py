@@ -505,20 +505,7 @@ def _rmsnorm_tiled(grid: tuple[int, int, int], forloop: int) -> ml.KernelGraph:
 
 def _gqa_tiled(gy: int, gz: int, forloop: int) -> ml.KernelGraph:
     """bench/fused.gqa at batch 1 with another (gy, gz, F) split of the KV and query dims."""
-    g = ml.new_kernel_graph()
-    q = g.new_input(dims=(2, 256, 64), dtype=ml.float16)
-    k = g.new_input(dims=(2, 64, 4096), dtype=ml.float16)
-    v = g.new_input(dims=(2, 4096, 64), dtype=ml.float16)
-    tb = ml.new_threadblock_graph(grid_dim=(2, gy, gz), forloop_range=forloop)
-    tq = tb.new_input(dtensor=q, input_map=(0, PHI, 1), forloop_dim=PHI)
-    tk = tb.new_input(dtensor=k, input_map=(0, 2, PHI), forloop_dim=2)
-    tv = tb.new_input(dtensor=v, input_map=(0, 1, PHI), forloop_dim=1)
-    e = tb.exp(tb.matmul(tq, tk))
-    tb.new_output(stensor=tb.forloop_accum(e), output_map=(0, 2, 1))
-    tb.new_output(stensor=tb.forloop_accum(tb.matmul(e, tv)), output_map=(0, 2, 1))
-    sums, partial = g.customized([q, k, v], tb)
-    g.mark_output(fused._normalise(sums, partial, 2))
-    return g.freeze()
+    return fused.gqa(1, split=(gy, gz, forloop))
 
 
 @pytest.mark.parametrize(("grid", "forloop"), [((64, 1, 1), 16), ((1, 768, 1), 64), ((1, 1, 24), 128)])
