@@ -102,6 +102,7 @@ class EvalArgs:
     attrs: Mapping[str, Any]
     in_dims: tuple[Dims, ...]
     reduction_dimx: int = 64
+    forloop_range: int = 1  # only abstract rules read it (accumulators)
 
     def axis(self, dim: int, operand: int = 0) -> int:
         """The negative axis of tensor dim ``dim`` (values may carry leading batch axes)."""
@@ -110,6 +111,8 @@ class EvalArgs:
 
 ShapeRule = Callable[[ShapeContext, Sequence[Dims], Mapping[str, Any]], list[Dims]]
 EvalRule = Callable[..., Any]
+# (algebra, args, *input terms) -> output term, or a tuple of terms for multi-output ops (SPEC §5.2)
+AbstractRule = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,7 @@ class OpSpec:
     arity: int
     shape: ShapeRule
     evaluate: EvalRule | None = None
+    abstract: AbstractRule | None = None
     attrs: tuple[str, ...] = ()
     n_outputs: int = 1
     accum: AccumRule | None = None
@@ -380,6 +384,67 @@ def _final_rms(ns: Any, acc: Any, count: int) -> Any:
     return ns.sqrt(ns.div_int(acc, count))
 
 
+
+# --------------------------------------------------------------------------- abstract rules
+# SPEC §5.2. ``alg`` is a term algebra (absexpr.terms.TermAlgebra); partitioning is invisible,
+# only reduction degrees appear. Block-level in_dims are tile dims, so a block matmul sums over
+# its *local* k. [lab] decisions for ops outside §5.2 are in docs/decisions.md.
+
+
+def _abs_unary(name: str) -> AbstractRule:
+    return lambda alg, args, x: alg.unary(name, x)
+
+
+def _abs_binary(method: str) -> AbstractRule:
+    return lambda alg, args, a, b: getattr(alg, method)(a, b)
+
+
+def _abs_identity(alg: Any, args: EvalArgs, x: Any, *rest: Any) -> Any:
+    return x
+
+
+def abs_matmul(alg: Any, args: EvalArgs, a: Any, b: Any) -> Any:
+    return alg.reduce("sum", args.in_dims[0][-1], alg.mul(a, b))
+
+
+def abs_reduction(alg: Any, args: EvalArgs, x: Any) -> Any:
+    """The full dim, whatever the group size (SPEC §5.2 [ref])."""
+    return alg.reduce("sum", args.in_dims[0][int(args.attrs["dim"])], x)
+
+
+def abs_reduction_to_dimx(alg: Any, args: EvalArgs, x: Any) -> Any:
+    return alg.reduce("sum", args.in_dims[0][int(args.attrs["dim"])] // args.reduction_dimx, x)
+
+
+def abs_reduction_max(alg: Any, args: EvalArgs, x: Any) -> Any:
+    m = alg.reduce("max", args.in_dims[0][int(args.attrs["dim"])], x)
+    return (m, m)
+
+
+def abs_rms_norm(alg: Any, args: EvalArgs, x: Any) -> Any:
+    norm = tuple(args.attrs.get("normalized_shape", args.in_dims[0][-1:]))
+    return alg.div(x, alg.reduce("rms", math.prod(norm), x))
+
+
+def abs_concat_then_matmul(alg: Any, args: EvalArgs, a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
+    k0, k1 = args.in_dims[0][-1], args.in_dims[1][-1]
+    return alg.add(alg.reduce("sum", k0, alg.mul(a0, b0)), alg.reduce("sum", k1, alg.mul(a1, b1)))
+
+
+def abs_clamp(alg: Any, args: EvalArgs, x: Any) -> Any:
+    return alg.unary("clamp", x, (float(args.attrs["min"]), float(args.attrs["max"])))
+
+
+def _abs_accum(name: str, per_row: bool = True, todimx: bool = False) -> AbstractRule:
+    """An accumulator reduces over F iterations times what each iteration reduces of its tile."""
+
+    def rule(alg: Any, args: EvalArgs, x: Any, *rescale: Any) -> Any:
+        last = args.in_dims[0][-1]
+        n = args.forloop_range * ((last // args.reduction_dimx if todimx else last) if per_row else 1)
+        return alg.reduce(name, n, x)
+
+    return rule
+
 # --------------------------------------------------------------------------- the table
 
 K, B = Level.KERNEL, Level.BLOCK
@@ -400,41 +465,50 @@ _ROWS: list[OpSpec] = [
          doc="kernel: a program input; block: a loader (imap, forloop_dim)"),
     _row(Op.OUTPUT, Kind.IO, {K: 1002, B: 2002}, 1, shape_io, smem_counted=False,
          doc="kernel: a marked output; block: a saver (omap)"),
-    _row(Op.MATMUL, Kind.MATMUL, {K: 1003, B: 2003}, 2, shape_matmul, evaluate=_binary("matmul")),
-    *[_row(op, Kind.UNARY, {K: k, B: b}, 1, shape_same, evaluate=_unary(op.value), smem_counted=False)
-      for op, k, b in _UNARY],
+    _row(Op.MATMUL, Kind.MATMUL, {K: 1003, B: 2003}, 2, shape_matmul, evaluate=_binary("matmul"),
+         abstract=abs_matmul),
+    *[_row(op, Kind.UNARY, {K: k, B: b}, 1, shape_same, evaluate=_unary(op.value), smem_counted=False,
+           abstract=_abs_unary(op.value)) for op, k, b in _UNARY],
     _row(Op.MUL_SCALAR, Kind.UNARY, {K: 1103, B: 2103}, 1, shape_same, evaluate=eval_mul_scalar,
-         attrs=("scalar",), smem_counted=False),
+         attrs=("scalar",), smem_counted=False, abstract=_abs_identity, doc="abstract: constants are invisible"),
     _row(Op.CLAMP, Kind.UNARY, {K: 1151, B: 2151}, 1, shape_same, evaluate=eval_clamp,
-         attrs=("min", "max"), smem_counted=False),
-    *[_row(op, Kind.BINARY, {K: k, B: b}, 2, shape_broadcast, evaluate=_binary(op.value)) for op, k, b in _BINARY],
-    _row(Op.SUB, Kind.BINARY, {B: 2203}, 2, shape_broadcast, evaluate=_binary("sub")),
+         attrs=("min", "max"), smem_counted=False, abstract=abs_clamp),
+    *[_row(op, Kind.BINARY, {K: k, B: b}, 2, shape_broadcast, evaluate=_binary(op.value),
+           abstract=_abs_binary(op.value)) for op, k, b in _BINARY],
+    _row(Op.SUB, Kind.BINARY, {B: 2203}, 2, shape_broadcast, evaluate=_binary("sub"),
+         abstract=_abs_binary("add"), doc="abstract: add (signs are constants, and constants are invisible)"),
     _row(Op.REDUCTION, Kind.REDUCTION, {K: 1300, B: 2301}, 1, shape_reduction, evaluate=eval_reduction,
-         attrs=("dim",), code_adds_dim=True, doc="kernel: optional group_size (strided)"),
+         attrs=("dim",), code_adds_dim=True, abstract=abs_reduction, doc="kernel: optional group_size (strided)"),
     _row(Op.REDUCTION_TO_DIMX, Kind.REDUCTION, {B: 2304}, 1, shape_reduction_to_dimx,
-         evaluate=eval_reduction_to_dimx, attrs=("dim",), code_adds_dim=True),
+         evaluate=eval_reduction_to_dimx, attrs=("dim",), code_adds_dim=True, abstract=abs_reduction_to_dimx),
     _row(Op.REDUCTION_MAX, Kind.REDUCTION, {B: 2307}, 1, shape_reduction_max, attrs=("dim",),
-         evaluate=eval_reduction_max,
+         evaluate=eval_reduction_max, abstract=abs_reduction_max,
          n_outputs=2, code_adds_dim=True,
          doc="running max over dim and loop iterations, and diff = previous max − new max"),
-    _row(Op.RMS_NORM, Kind.NORM, {K: 1350, B: 2350}, 1, shape_rms_norm, evaluate=eval_rms_norm),
+    _row(Op.RMS_NORM, Kind.NORM, {K: 1350, B: 2350}, 1, shape_rms_norm, evaluate=eval_rms_norm,
+         abstract=abs_rms_norm),
     _row(Op.CONCAT, Kind.CONCAT, {B: 2400}, 2, shape_concat, evaluate=eval_concat, attrs=("dim",),
-         code_adds_dim=True),
+         code_adds_dim=True, abstract=_abs_binary("add"), doc="abstract: add of the parts"),
     _row(Op.CONCAT_THEN_MATMUL, Kind.MATMUL, {B: 2411}, 4, shape_concat_then_matmul,
-         evaluate=eval_concat_then_matmul),
+         evaluate=eval_concat_then_matmul, abstract=abs_concat_then_matmul),
     _row(Op.ACCUM_NO_RED, Kind.ACCUM, {B: 2500}, 1, shape_accum, smem_counted=False,
-         accum=AccumRule(_contrib_identity)),
-    _row(Op.ACCUM_SUM, Kind.ACCUM, {B: 2501}, 1, shape_accum_red, accum=AccumRule(_contrib_row_sum)),
+         accum=AccumRule(_contrib_identity), abstract=_abs_accum("sum", per_row=False)),
+    _row(Op.ACCUM_SUM, Kind.ACCUM, {B: 2501}, 1, shape_accum_red, accum=AccumRule(_contrib_row_sum),
+         abstract=_abs_accum("sum")),
     _row(Op.ACCUM_MEAN, Kind.ACCUM, {B: 2502}, 1, shape_accum_red,
-         accum=AccumRule(_contrib_row_sum, finalize=_final_mean)),
+         accum=AccumRule(_contrib_row_sum, finalize=_final_mean), abstract=_abs_accum("sum")),
     _row(Op.ACCUM_RMS, Kind.ACCUM, {B: 2503}, 1, shape_accum_red,
-         accum=AccumRule(_contrib_row_sumsq, finalize=_final_rms)),
-    _row(Op.ACCUM_SUM_TODIMX, Kind.ACCUM, {B: 2504}, 1, shape_accum_todimx, accum=AccumRule(_contrib_todimx)),
+         accum=AccumRule(_contrib_row_sumsq, finalize=_final_rms), abstract=_abs_accum("rms")),
+    _row(Op.ACCUM_SUM_TODIMX, Kind.ACCUM, {B: 2504}, 1, shape_accum_todimx, accum=AccumRule(_contrib_todimx),
+         abstract=_abs_accum("sum", todimx=True)),
     _row(Op.ACCUM_NO_RED_RESCALE, Kind.ACCUM, {B: 2505}, 2, shape_accum_rescale,
-         accum=AccumRule(_contrib_identity, combine="rescale")),
+         accum=AccumRule(_contrib_identity, combine="rescale"), abstract=_abs_accum("sum", per_row=False),
+         doc="abstract: the rescale factor is invisible"),
     _row(Op.ACCUM_SUM_RESCALE, Kind.ACCUM, {B: 2506}, 2, shape_accum_sum_rescale,
-         accum=AccumRule(_contrib_row_sum, combine="rescale")),
-    _row(Op.ACCUM_MAX, Kind.ACCUM, {B: 2507}, 1, shape_accum, accum=AccumRule(_contrib_identity, combine="max")),
+         accum=AccumRule(_contrib_row_sum, combine="rescale"), abstract=_abs_accum("sum"),
+         doc="abstract: the rescale factor is invisible"),
+    _row(Op.ACCUM_MAX, Kind.ACCUM, {B: 2507}, 1, shape_accum, accum=AccumRule(_contrib_identity, combine="max"),
+         abstract=_abs_accum("max", per_row=False)),
     _row(Op.CUSTOMIZED, Kind.CUSTOMIZED, {K: 1999}, -1, shape_io),
 ]
 

@@ -23,6 +23,13 @@ def test_every_computing_op_has_an_evaluation_rule(op: Op) -> None:
         assert spec.evaluate is not None
 
 
+@pytest.mark.parametrize("op", list(Op), ids=lambda o: o.value)
+def test_every_computing_op_has_an_abstract_rule(op: Op) -> None:
+    """SPEC §5.2: the search asks every op it proposes for its abstract expression."""
+    spec = OPS[op]
+    assert (spec.abstract is None) == (spec.kind in (Kind.IO, Kind.CUSTOMIZED))
+
+
 @pytest.mark.parametrize("op", [o for o in Op if o not in (Op.INPUT, Op.OUTPUT, Op.CUSTOMIZED)],
                          ids=lambda o: o.value)
 def test_every_op_can_be_replayed_from_json(op: Op) -> None:
