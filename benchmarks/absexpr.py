@@ -3,12 +3,15 @@
 For every benchmark program (and every saved reference checkpoint's program, when ../shared is present)
 the corpus holds the *relevant* prefixes — every intermediate tensor of the program itself, of the
 hand-written fused graphs and of the saved reference graphs, which must pass — and the *irrelevant*
-prefixes of ``absexpr.corpus``, which must fail. Each engine answers every distinct query once through a
-fresh ``Oracle`` (uncached: the engine decides) and then all of them again (cached: the oracle's memo).
+prefixes of ``absexpr.corpus``, which must fail; and ``--random`` unlabelled random compositions of
+the targets' subterms, on which the engines can only be compared with each other. Each engine answers
+every distinct query once through a fresh ``Oracle`` (uncached: the engine decides), then all of them
+again (cached: the oracle's memo).
 
 Printed per engine: target build time (normal form, or e-graph saturation), uncached and cached queries
 per second, the fraction of relevant prefixes kept and irrelevant ones rejected, undecided answers (a
-limit or a solver "unknown"), and agreement with the normal-form engine.
+limit or a solver "unknown"), and agreement with the normal-form engine — as answered, and with
+undecided answers read as "prune", which is what the paper-era SMT pruner did.
 
     .venv/bin/python benchmarks/absexpr.py [--engines normal,egglog,z3] [--z3-queries 40] [--json out.json]
 
@@ -32,7 +35,7 @@ from interpret import hardware  # benchmarks/interpret.py, beside this script
 
 import mirage_lab as ml
 from mirage_lab.absexpr import Limits, Oracle, Term, program_targets
-from mirage_lab.absexpr.corpus import irrelevant_prefixes, relevant_prefixes
+from mirage_lab.absexpr.corpus import irrelevant_prefixes, random_compositions, relevant_prefixes
 from mirage_lab.absexpr.engine import Engine
 from mirage_lab.absexpr.engines import make_engine
 from mirage_lab.absexpr.terms import var
@@ -72,12 +75,12 @@ def corpus(ref_dir: Any) -> Iterator[tuple[str, Any, list[Term], list[Term]]]:
 
 
 def measure(maker: EngineMaker, limits: Limits, targets: Sequence[Term], relevant: list[Term],
-            irrelevant: list[Term]) -> dict[str, Any]:
+            irrelevant: list[Term], unlabelled: list[Term]) -> dict[str, Any]:
     t0 = time.perf_counter()
     engine = maker(targets, limits)
     oracle = Oracle(tuple(targets), limits, engine=engine)
     build = time.perf_counter() - t0
-    queries = relevant + irrelevant
+    queries = relevant + irrelevant + unlabelled
     t0 = time.perf_counter()
     answers = [oracle.check(q).ok for q in queries]
     uncached = time.perf_counter() - t0
@@ -87,11 +90,12 @@ def measure(maker: EngineMaker, limits: Limits, targets: Sequence[Term], relevan
         for q in queries:
             oracle.check(q)
     cached = time.perf_counter() - t0
-    rel, irr = answers[:len(relevant)], answers[len(relevant):]
+    rel, irr = answers[:len(relevant)], answers[len(relevant):len(relevant) + len(irrelevant)]
     return {"build_ms": build * 1e3, "queries": len(queries), "uncached_s": uncached,
             "uncached_qps": len(queries) / uncached, "cached_qps": repeats * len(queries) / cached,
             "relevant_kept": sum(a is not False for a in rel), "relevant": len(rel),
             "irrelevant_rejected": sum(a is False for a in irr), "irrelevant": len(irr),
+            "random_passed": sum(a is True for a in answers[len(rel) + len(irr):]), "random": len(unlabelled),
             "undecided": sum(a is None for a in answers), "answers": answers}
 
 
@@ -102,6 +106,7 @@ def sample(xs: list[Term], k: int | None, seed: int) -> list[Term]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engines", default="normal,egglog,z3", help="comma-separated: normal, egglog, z3")
+    ap.add_argument("--random", type=int, default=500, help="unlabelled random compositions per program")
     ap.add_argument("--z3-queries", type=int, default=40, help="queries of each label per program for z3")
     ap.add_argument("--z3-timeout", type=float, default=2.0, help="z3 seconds per query")
     ap.add_argument("--reference-dir", help="folder of reference checkpoints (default ../shared/...)")
@@ -113,16 +118,19 @@ def main() -> int:
     rows = []
     for label, program, relevant, irrelevant in corpus(ref_dir):
         targets = program_targets(program)
-        normal: list[bool | None] | None = None
+        mixed = [q for q in random_compositions(targets, args.random) if q not in set(relevant + irrelevant)]
+        normal: dict[Term, bool | None] = {}
         for name, (maker, limits) in chosen.items():
             k = args.z3_queries if name == "z3" else None
-            rel, irr = sample(relevant, k, 0), sample(irrelevant, k, 1)
-            row = {"engine": name, "program": label, **measure(maker, limits, targets, rel, irr)}
-            answers = row.pop("answers")
+            rel, irr, mix = sample(relevant, k, 0), sample(irrelevant, k, 1), sample(mixed, k, 2)
+            row = {"engine": name, "program": label, **measure(maker, limits, targets, rel, irr, mix)}
+            answers = dict(zip(rel + irr + mix, row.pop("answers"), strict=True))
             if name == "normal":
                 normal = answers
-            elif normal is not None and k is None:
-                row["agree_with_normal"] = sum(a == b for a, b in zip(answers, normal, strict=True))
+            elif normal:
+                row["agree_with_normal"] = sum(a == normal[q] for q, a in answers.items())
+                # the paper-era pruner discarded whatever the solver could not prove
+                row["agree_if_undecided_prunes"] = sum((a is True) == normal[q] for q, a in answers.items())
             rows.append(row)
             print(f"{name:7s} {label:16s} {row['queries']:5d} queries  build {row['build_ms']:8.1f} ms  "
                   f"uncached {row['uncached_qps']:10.0f} q/s  cached {row['cached_qps']:10.0f} q/s", file=sys.stderr)
@@ -147,9 +155,11 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
                "cached_qps_median": statistics.median(g["cached_qps"]),
                "relevant_kept": f"{int(g['relevant_kept'].sum())}/{int(g['relevant'].sum())}",
                "irrelevant_rejected": f"{int(g['irrelevant_rejected'].sum())}/{int(g['irrelevant'].sum())}",
+               "random_passed": f"{int(g['random_passed'].sum())}/{int(g['random'].sum())}",
                "undecided": int(g["undecided"].sum())}
-        if "agree_with_normal" in g and g["agree_with_normal"].notna().any():
-            rec["agree_with_normal"] = f"{int(g['agree_with_normal'].sum())}/{int(g['queries'].sum())}"
+        for col in ("agree_with_normal", "agree_if_undecided_prunes"):
+            if col in g and g[col].notna().any():
+                rec[col] = f"{int(g[col].sum())}/{int(g['queries'].sum())}"
         out.append(rec)
     return pd.DataFrame(out)
 

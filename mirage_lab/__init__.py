@@ -7,7 +7,7 @@
     ml.interpret(g, [x])
 """
 
-from mirage_lab import bench
+from mirage_lab import absexpr, bench
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.builder import new_kernel_graph, new_threadblock_graph
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
@@ -24,6 +24,7 @@ __all__ = [
     "DType",
     "KernelGraph",
     "MirageError",
+    "absexpr",
     "bench",
     "bfloat16",
     "float16",

@@ -19,6 +19,7 @@ so a test that the oracle rejects them is not the oracle grading itself:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -180,3 +181,25 @@ _GENERATORS = {
     "foreign_add": _foreign_add,
     "wrong_pairing": _wrong_pairing,
 }
+
+
+def random_compositions(targets: Sequence[Term], count: int, seed: int = 0, max_size: int = 40) -> list[Term]:
+    """Unlabelled queries for engine agreement: ops applied at random to the targets' subterms and to earlier
+    compositions, with reduction degrees drawn from the targets' (and their divisors)."""
+    rng = random.Random(seed)
+    pool = sorted({s for t in targets for s in t.subterms()}, key=lambda s: s.serial)
+    sums = sorted(_degrees(targets)) or [2]
+    divisors = sorted({d for n in sums for d in (2, 4, 8, 16, 64, 256, 1024, 4096) if n % d == 0}) or [2]
+    rmss = sorted(_degrees(targets, "rms")) or [2]
+    make = {
+        "add": lambda a, b: add_(a, b), "mul": lambda a, b: mul(a, b), "div": lambda a, b: div(a, b),
+        "sum": lambda a, b: sum_(rng.choice(divisors), a), "exp": lambda a, b: unary("exp", a),
+        "rms": lambda a, b: reduce("rms", rng.choice(rmss), a),
+    }
+    out: dict[Term, None] = {}
+    while len(out) < count:
+        t = make[rng.choice(list(make))](rng.choice(pool), rng.choice(pool))
+        if t.size <= max_size:
+            pool.append(t)
+            out[t] = None
+    return list(out)

@@ -202,6 +202,8 @@ def _content_split(p: Poly) -> Mono:
     for m in p.monos[1:]:
         common &= Counter(m.num)
     shared = tuple(common.elements())
+    if any(len(m.num) == len(shared) for m in p.monos):
+        shared = ()  # pulling them out would leave a bare 1, which the language cannot write
     rest = Poly.of(tuple(Mono.of(m.deg // g, _minus(m.num, shared) or (), 1, ()) for m in p.monos))
     return Mono.of(g, (*shared, atom("den", (rest,))))
 

@@ -181,6 +181,17 @@ class Oracle:
         status = {True: PASS, False: FAIL, None: LIMIT}[got]
         return Verdict(expr, status, f"decided by the {self.engine.name} engine", engine=self.engine.name)
 
+    def audit(self, graph: Any) -> pd.DataFrame:
+        """Every tensor an op of ``graph`` produces, its expression, and this oracle's verdict on it."""
+        from mirage_lab.absexpr.of_graph import graph_expressions
+
+        rows = []
+        for place, op, e in graph_expressions(graph).produced():
+            v = self.check(e)
+            rows.append({"tensor": str(place), "level": "kernel" if place.node is None else "block",
+                         "op": op.value, "expression": str(e), "status": v.status, "reason": v.reason})
+        return pd.DataFrame(rows, columns=["tensor", "level", "op", "expression", "status", "reason"])
+
     def frame(self) -> pd.DataFrame:
         """Every distinct expression checked so far, with its verdict."""
         return pd.DataFrame([{**v.to_dict(), "rules": ", ".join(v.rules)} for v in self._memo.values()])

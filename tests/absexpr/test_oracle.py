@@ -105,3 +105,13 @@ def test_bad_targets_are_refused() -> None:
         Oracle(())
     with pytest.raises(InputError, match="at least one target"):
         Oracle(("sum(64, v0)",))  # type: ignore[arg-type]
+
+
+def test_audit_lists_every_produced_tensor_with_its_verdict() -> None:
+    program = ml.bench.programs.rmsnorm()
+    frame = Oracle.for_program(program).audit(ml.bench.fused.rmsnorm())
+    assert list(frame.columns) == ["tensor", "level", "op", "expression", "status", "reason"]
+    assert len(frame) == 5 and set(frame["status"]) == {PASS}
+    assert frame.iloc[-1]["op"] == "customized" and frame.iloc[0]["expression"] == "rms(4096, v0)"
+    other = Oracle((parse("exp(v0)"),)).audit(ml.bench.fused.rmsnorm())
+    assert set(other["status"]) == {FAIL}

@@ -9,23 +9,24 @@ quantifiers) is reported as ``None``. This engine rebuilds that design:
 * **Signature.** One uninterpreted sort ``Expr``; each input ``v_i`` is a constant; each
   binary head (add, mul, div, pow) and each unary function is an uninterpreted function
   ``Expr → Expr``. ``clamp(lo, hi, ·)`` gets one function per (lo, hi), its parameters
-  folded into the name (``clamp[0,6]``), since the axioms never look inside them.
+  folded into the name (``clamp[0.0,6.0]``), since the axioms never look inside them.
   ``sum``, ``rms`` and ``max`` are ``Int × Expr → Expr``. ``subexpr`` is a predicate
   ``Expr × Expr → Bool``.
 * **Degrees are the reduction sizes n themselves, and nesting multiplies them**
   (``sum(i, sum(j, x)) = sum(i·j, x)``, the ``sum_nest`` row). The SMT-era code stored
   ⌈log2 n⌉ and added, which is exact only for powers of two (3·5 = 15 but
   ⌈log2 3⌉ + ⌈log2 5⌉ = 5 ≠ ⌈log2 15⌉ = 4) and made sum(3, ·) and sum(4, ·)
-  indistinguishable. The products are of numerals only (E-matching binds ``i`` and ``j``
-  to the literals of existing terms), so no nonlinear reasoning is needed.
+  indistinguishable. Under E-matching the products are of numerals only (``i`` and
+  ``j`` are bound to the literals of existing terms), so no nonlinear reasoning is needed.
 * **Partial sums** ``sum(i, x) ⊑ sum(j, x)`` hold when **i divides j**, the
   ``sub_partial_sum`` row of ``axioms.py`` (the SMT-era code used i ≤ j on log-degrees).
   Divisibility is what a tiled reduction produces (a tile of k_tile out of K, then F
   tiles); i ≤ j would also admit, e.g., sum(3, x) ⊑ sum(4, x).
 * **Axioms are generated from the rows of** :mod:`mirage_lab.absexpr.axioms`
   (``rule_set("smt")`` and ``rule_set("sub")``): their pattern strings are parsed into
-  quantified z3 formulas. Four rows cannot be read off their strings and are compiled by
-  name: ``sub_trans`` (its text says only "x ⊑ z"), ``sub_unary`` (``f`` ranges over every
+  quantified z3 formulas. Five rows cannot be read off their strings and are compiled by
+  name: ``sub_refl`` (a bare variable cannot trigger; it triggers on ``subexpr(x, x)``),
+  ``sub_trans`` (its text says only "x ⊑ z"), ``sub_unary`` (``f`` ranges over every
   unary function, and over both operands of pow, i.e. every syntactic argument),
   ``sub_partial_sum`` (its side condition lives in the doc) and ``distinct_inputs``
   (ground facts about the inputs that occur). A row this module cannot compile raises,
@@ -36,20 +37,34 @@ quantifiers) is reported as ``None``. This engine rebuilds that design:
   is a plain application (not a bare variable, no arithmetic — z3 rejects ``*`` in a
   pattern, so ``sum_nest`` fires only left to right, which merges nests and never
   invents factorisations); ``x ⊑ f(x)`` triggers on ``f(x)``; transitivity and partial
-  sums use multi-patterns. All terms E-matching can create are rearrangements of the
-  target's and the query's own subterms (plus merged nests), so the instantiation
-  closure is finite, but AC closure of a large term is exponential — hence the limit.
+  sums use multi-patterns. No axiom has a unit or a cancellation, so the terms E-matching
+  can create from the target and the query are finitely many rearrangements of them
+  and the closure saturates — but AC closure of a large term is exponential, hence the
+  limits: ``limits.time_s`` per query and ``limits.nodes`` quantifier instances per query
+  (deterministic, unlike the clock; ``limits.iterations`` is unused).
+* **MBQI is off** (class attribute ``mbqi``; the SMT-era code had it on, with a small
+  ``rlimit``). Model-based instantiation is what could in principle produce *sat*, but
+  on these axioms it never did in our runs (not even for ``v1 ⊑ v0``, 30 s; nor with the
+  ``Expr`` sort bounded to 3–6 elements, where a 4-element countermodel exists): it only
+  burned the whole timeout and proved nothing E-matching did not. With it off, z3 stops as
+  soon as E-matching saturates and says "incomplete quantifiers".
 * **Queries.** Each engine has its own ``z3.Context`` and ``Solver`` (no global state).
   The axioms and target facts sit at the base level; one query pushes a scope, asserts
   ``¬(e ⊑ E_k)`` for every target ``E_k`` (unsat ⇔ e ⊑ some target), checks under
   ``limits.time_s`` and pops, so an answer does not depend on earlier queries' terms.
   Answers (including ``None``) are memoised per interned :class:`Term`.
 
-Limitations (measured, see the engine's test and the lab notes): proofs of true
-containments are found quickly, but a refutation needs a *model* of the quantified
-axioms, which z3 rarely finds — most "not a subexpression" queries come back
-``None`` after the full timeout. A pruner using this engine must treat ``None`` as
-"keep" (the sound choice for pruning), so it prunes only what z3 refutes.
+Limitations: true containments are proved in about a millisecond, but a refutation
+needs a model of the quantified axioms, which z3 does not find, so in practice the
+engine answers True or ``None``, never False. ``stats`` separates the two kinds of
+``None``: ``saturated`` (E-matching exhausted every instance without a proof: "not a
+subexpression as far as the triggers can see", also in about a millisecond) and
+``limit`` (a resource limit hit first). The SMT-era code returned ``check() == unsat``,
+i.e. pruned on *unknown*; a pruner that wants that behaviour treats ``None`` as False,
+one that wants to keep everything not refuted treats it as True. E-matching never
+invents a term, so ``sum_nest`` is never used to *split* a degree; the tiling cases the
+e-graph's factor rules exist for still pass here, because the query's own nest merges
+(``sum(64, sum(64, x)) = sum(4096, x)``) and ``sub_partial_sum`` relates the rest.
 """
 
 from __future__ import annotations
@@ -187,20 +202,24 @@ class Z3Engine:
     #: model-based quantifier instantiation (the SMT-era code enabled it); see the module doc
     mbqi: bool = False
 
-    def __init__(self, targets: Sequence[Term], limits: Limits = Limits(), *,
-                 reference_compatible: bool = False) -> None:
+    def __init__(self, targets: Sequence[Term], limits: Limits = Limits(),  # noqa: B008 (frozen, shared safely)
+                 *, reference_compatible: bool = False) -> None:
         self.targets: tuple[Term, ...] = tuple(targets)
         self.limits = limits
         self.reference_compatible = reference_compatible
         self._sig = _Signature.create()
         self._solver = z3.Solver(ctx=self._sig.ctx)
         self._solver.set("timeout", max(1, int(limits.time_s * 1000)))
+        # a deterministic companion to the timeout: each instance adds a few e-nodes
+        self._solver.set("smt.qi.max_instances", limits.nodes)
         self._solver.set("smt.mbqi", self.mbqi)
         self._encoded: dict[Term, z3.ExprRef] = {}
         self._memo: dict[Term, bool | None] = {}
-        #: outcome counts of the solver calls made (cache hits are not counted)
-        self.stats: dict[str, int] = {"unsat": 0, "sat": 0, "unknown": 0}
-        self.last_reason: str = ""
+        #: solver calls by outcome (cache hits are not counted): ``proved`` (unsat),
+        #: ``refuted`` (sat), ``saturated`` (unknown: E-matching ran out of instances
+        #: without a proof and MBQI is off) and ``limit`` (unknown: timeout or z3 gave up)
+        self.stats: dict[str, int] = {"proved": 0, "refuted": 0, "saturated": 0, "limit": 0}
+        self.last_reason: str = ""  # z3's reason_unknown() of the last solver call
         self._sub_unary = False  # set by _add_special when the rows include them
         self._distinct_inputs = False
 
@@ -213,7 +232,7 @@ class Z3Engine:
         self.axioms: tuple[Axiom, ...] = rows
         for ax in rows:
             if ax.name not in _SPECIAL:
-                self._solver.add(*self._compile(ax))
+                self._solver.add(self._compile(ax))
         s, x = self._sig, self._sig.var("x", degree=False)
         # sum(1, x) = x is the language's definition (SPEC §5.1), not an axiom row
         self._solver.add(z3.ForAll([x], s.reduce["sum"](s.int(1), x) == x,
@@ -240,7 +259,11 @@ class Z3Engine:
         finally:
             solver.pop()
         answer = True if outcome == z3.unsat else False if outcome == z3.sat else None
-        self.stats[{True: "unsat", False: "sat", None: "unknown"}[answer]] += 1
+        if answer is None:
+            kind = "saturated" if "incomplete quantifiers" in self.last_reason else "limit"
+        else:
+            kind = "proved" if answer else "refuted"
+        self.stats[kind] += 1
         self._memo[expr] = answer
         return answer
 
@@ -293,6 +316,8 @@ class Z3Engine:
         if p.kind == "var":
             if p.name not in env:
                 env[p.name] = s.var(p.name, degree)
+            elif z3.is_int(env[p.name]) != degree:
+                raise ValueError(f"?{p.name} is used both as a degree and as a term")
             return env[p.name]
         if p.kind == "int":
             return s.int(p.value)
@@ -305,7 +330,7 @@ class Z3Engine:
             return s.reduce[p.name](self._build(p.args[0], env, degree=True), self._build(p.args[1], env))
         raise ValueError(f"axiom pattern head {p.name!r} is not a binary op or reduction")
 
-    def _compile(self, ax: Axiom) -> list[z3.BoolRef]:
+    def _compile(self, ax: Axiom) -> z3.BoolRef:
         """One quantified formula for an axiom row read from its pattern strings."""
         lhs, rhs = _parse_pattern(ax.lhs), _parse_pattern(ax.rhs)
         env: dict[str, z3.ExprRef] = {}
@@ -320,7 +345,7 @@ class Z3Engine:
             sides = [(lhs, left), (rhs, right)]
         else:
             raise ValueError(f"axiom {ax.name}: unknown relation {ax.relation!r}")
-        return [self._quantify(ax.name, env, body, sides)]
+        return self._quantify(ax.name, env, body, sides)
 
     def _quantify(self, qid: str, env: dict[str, z3.ExprRef], body: z3.BoolRef,
                   sides: Iterable[tuple[_Pat, z3.ExprRef]]) -> z3.BoolRef:
