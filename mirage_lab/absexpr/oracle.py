@@ -135,6 +135,13 @@ class Oracle:
 
         return cls(program_targets(program), **kw)
 
+    def normal_form(self, expr: Term) -> Poly | None:
+        """``expr``'s normal form (interned: equal forms are one object), or None past the limits."""
+        try:
+            return self._normalizer(expr).poly
+        except LimitReached:
+            return None
+
     def __call__(self, expr: Term) -> bool:
         return self.check(expr).keep
 

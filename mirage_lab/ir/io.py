@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,9 +92,13 @@ def save(graphs: Any, path: str | os.PathLike[str]) -> Path:
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
     p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, p)
+    # unique per writer: two processes may write the same file (e.g. one candidate found twice)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
     return p
 
 

@@ -1,0 +1,1 @@
+"""Post-search optimisation (SPEC §8): cost models that rank candidate μGraphs."""

@@ -1,0 +1,1 @@
+"""The μGraph search (SPEC §7)."""

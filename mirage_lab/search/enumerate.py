@@ -1,0 +1,506 @@
+"""Depth-first μGraph enumeration (SPEC §7.2) over lean states, as an event stream.
+
+``Enumerator`` walks the tree of SPEC §7.2: kernel ops and customized ops at kernel level;
+inside an open customized op, block ops until the block graph can be closed. Every child
+is checked in the order cheapest first — op cap, canonical order (§7.4), phase, shape,
+shared memory (§3.6), then the abstract-expression oracle (§5) — and every kernel-level
+state is tested as a candidate (§7.2: outputs' types, the expression pre-check, then the
+verifier). A verified graph is recorded and not extended.
+
+States are plain lists mutated on the way down and restored on the way up, so a step
+costs a few list operations; graphs are built through the validating builders only for
+candidates (``replay``). In ``frontier`` mode the walk stops at every customized-op root
+and records it as a task, which ``runner`` hands to workers (SPEC §7.5: the result must not
+depend on how tasks are scheduled, so each task is explored the same way wherever it runs).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mirage_lab.absexpr.of_graph import op_expression
+from mirage_lab.absexpr.oracle import Oracle
+from mirage_lab.absexpr.terms import Term
+from mirage_lab.errors import ShapeError
+from mirage_lab.ir.dtype import DType
+from mirage_lab.ir.graph import KernelGraph, loader_tile, saver_dims
+from mirage_lab.ir.ops import Kind, Level, Op, ShapeContext
+from mirage_lab.ir.smem import counted_bytes
+from mirage_lab.ir.tensor import Dims, TensorType
+from mirage_lab.search import candidates as cands
+from mirage_lab.search.config import SearchConfig
+from mirage_lab.search.events import Decision, Event
+from mirage_lab.search.replay import build_candidate
+from mirage_lab.verify.verifier import Verifier
+
+Key = tuple[tuple[int, ...], int]
+CUSTOMIZED_CODE = Op.CUSTOMIZED.spec.code(Level.KERNEL)
+
+
+class StopSearch(Exception):
+    """A budget ran out: ``reason`` is "time limit", "state limit" or "result limit"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class T:
+    """A tensor of a search state."""
+
+    dims: Dims
+    dtype: DType
+    expr: Term
+    post: bool = False  # block level: post-loop (produced by an accumulator)
+    source: bool = False  # a program input (kernel) or a loader (block)
+    uses: int = 0
+
+
+@dataclass
+class Block:
+    """The open block graph of a customized op being built."""
+
+    inputs: tuple[int, ...]
+    grid: tuple[int, int, int]
+    frange: int
+    tensors: list[T]
+    smem: int
+    key: Key  # the customized op's canonical key, checked when it was opened
+    last: Key | None = None
+    n_ops: int = 0
+    serial: int = 0  # which opening this is, within one walk (semantic deduplication)
+
+
+@dataclass
+class Candidate:
+    """A verified μGraph found by the search."""
+
+    graph: KernelGraph
+    hash: str
+    decisions: list[Decision]
+    node: str
+    verification: dict[str, Any]
+    found_s: float
+
+
+@dataclass
+class Outcome:
+    """What one walk produced: its events, verified candidates, tasks (frontier mode), time split."""
+
+    events: list[Event] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    tasks: list[tuple[str, list[Decision]]] = field(default_factory=list)  # (parent node id, decisions)
+    seconds: dict[str, float] = field(default_factory=lambda: {"oracle": 0.0, "verification": 0.0,
+                                                                "enumeration": 0.0})
+    stop_reason: str = "complete"
+    states: int = 0
+
+
+class Enumerator:
+    """One walk over one subtree. Not thread-safe; build one per task."""
+
+    def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier, *,
+                 ids: str, deadline: float | None = None, state_cap: int | None = None,
+                 on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None) -> None:
+        self.program, self.cfg, self.oracle, self.verifier = program, config, oracle, verifier
+        self.ids, self.deadline, self.state_cap, self.on_candidate = ids, deadline, state_cap, on_candidate
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.out = Outcome()
+        clamp = config.clamp_bounds
+        self.kernel_ops = [_OpInfo(Op(o), Level.KERNEL, clamp=clamp) for o in config.kernel_ops if o != "customized"]
+        self.block_ops = [_OpInfo(Op(o), Level.BLOCK, clamp=clamp) for o in config.block_ops]
+        self._max_drop = max([1, *(i.arity - 1 for i in self.block_ops)])
+        self._ctx = {lv: ShapeContext(lv, config.reduction_dimx) for lv in (Level.KERNEL, Level.BLOCK)}
+        self._shapes: dict[Any, list[Dims] | None] = {}  # (op, level, input dims) → output dims
+        self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
+        self._indices: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        self.targets = sorted(self._nf_key(t) for t in oracle.targets)
+        self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
+        self.seen_graphs: set[str] = set()
+        self.seen_states: set[Any] = set()
+        self._counter = 0
+        self._blocks_opened = 0
+        # the state
+        self.kt: list[T] = [T(t.dims, t.dtype, e, source=True)
+                            for t, e in zip(program.input_types, _input_terms(len(program.inputs)), strict=True)]
+        self.k_ops = len(self.kt)
+        self.k_last: Key | None = None
+        self.n_custom = 0
+        self.block: Block | None = None
+        self.path: list[Decision] = []
+
+    # ------------------------------------------------------------------ driving
+    def run(self, prefix: Sequence[Decision] = (), parent: str | None = None, frontier: bool = False) -> Outcome:
+        """Explore the subtree below ``prefix``; in ``frontier`` mode stop at customized-op roots."""
+        self.frontier = frontier
+        start = time.perf_counter()
+        try:
+            for d in prefix[:-1]:
+                self._apply(d)
+            if prefix:
+                node = self._expand(parent, prefix[-1])
+                self._apply(prefix[-1])
+            else:
+                node = self._expand(None, None)
+            self._visit(node)
+        except StopSearch as stop:
+            self.out.stop_reason = stop.reason
+        s = self.out.seconds
+        s["enumeration"] = time.perf_counter() - start - s["oracle"] - s["verification"]
+        return self.out
+
+    def _visit(self, node: str) -> None:
+        if self.block is None:
+            self._kernel_state(node)
+        else:
+            self._block_state(node)
+
+    def _expand(self, parent: str | None, decision: Decision | None) -> str:
+        node = f"{self.ids}{self._counter}"
+        self._counter += 1
+        self.out.states += 1
+        self.out.events.append({"e": "expand", "id": node, "parent": parent, "d": decision,
+                                "level": "block" if self.block is not None or (decision or [""])[0] == "c"
+                                else "kernel"})
+        if self.state_cap is not None and self.out.states > self.state_cap:
+            raise StopSearch("state limit")
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise StopSearch("time limit")
+        return node
+
+    def _prune(self, parent: str, why: str, decision: Decision | None = None, **info: Any) -> None:
+        ev: Event = {"e": "prune", "parent": parent, "why": why}
+        if decision is not None:
+            ev["d"] = decision
+        ev.update(info)
+        self.out.events.append(ev)
+
+    def _count(self, parent: str, counts: dict[str, int]) -> None:
+        """Cheap rejections (order, shape, phase, smem) are counted per state, not listed one by one."""
+        for why, n in counts.items():
+            if n:
+                self._prune(parent, why, n=n)
+
+    def _child(self, parent: str, decision: Decision) -> None:
+        self.path.append(decision)
+        node = self._expand(parent, decision)
+        self._visit(node)
+        self.path.pop()
+
+    # ------------------------------------------------------------------ kernel level
+    def _kernel_state(self, node: str) -> None:
+        if self._try_candidate(node):
+            return
+        if self.k_ops >= self.cfg.max_kernel_ops:
+            return
+        counts = {"order": 0, "shape": 0}
+        for info in self.kernel_ops:
+            for idx in self._after(self.k_last, info, len(self.kt), counts):
+                ins = [self.kt[i] for i in idx]
+                dims = self._shape(info, ins, Level.KERNEL)
+                if dims is None:
+                    counts["shape"] += 1
+                    continue
+                decision: Decision = ["k", info.name, list(idx), info.attrs]
+                exprs = self._expressions(node, decision, info, ins, 1)
+                if exprs is None:
+                    continue
+                undo = self._push_kernel(idx, (idx, info.code),
+                                         [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
+                self._child(node, decision)
+                self._pop_kernel(undo)
+        if "customized" in self.cfg.kernel_ops and self.n_custom < self.cfg.max_customized:
+            self._customized(node, counts)
+        self._count(node, counts)
+
+    def _customized(self, node: str, counts: dict[str, int]) -> None:
+        for idx in cands.customized_input_candidates(len(self.kt), self.cfg):
+            key = (tuple(idx), CUSTOMIZED_CODE)
+            if not self._order_ok(self.k_last, key):
+                counts["order"] += 1
+                continue
+            dims = [self.kt[i].dims for i in idx]
+            for grid in cands.grid_candidates(dims, self.cfg):
+                for imaps in cands.imap_candidates(dims, grid, self.cfg):
+                    for fmaps in cands.fmap_candidates(dims, self.cfg):
+                        for frange in cands.forloop_candidates(dims, grid, imaps, fmaps, self.cfg):
+                            decision: Decision = ["c", list(idx), list(grid), [list(m) for m in imaps],
+                                                  list(fmaps), frange]
+                            self._open_customized(node, decision, key)
+
+    def _open_customized(self, node: str, decision: Decision, key: Key) -> None:
+        if not self._open_block(decision, key):
+            self._prune(node, "smem", decision)
+            return
+        if self.frontier:
+            self.block = None
+            self.out.tasks.append((node, [*self.path, decision]))
+            self.out.events.append({"e": "task", "parent": node, "task": len(self.out.tasks) - 1})
+            return
+        self._child(node, decision)
+        self.block = None
+
+    def _open_block(self, decision: Decision, key: Key) -> bool:
+        _, idx, grid, imaps, fmaps, frange = decision
+        tensors, smem = [], 0
+        for i, imap, fmap in zip(idx, imaps, fmaps, strict=True):
+            src = self.kt[i]
+            tile = loader_tile(src.dims, tuple(imap), fmap, tuple(grid), frange)
+            t = T(tile, src.dtype, src.expr, source=True)
+            smem += counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)])
+            tensors.append(t)
+        if smem > self.cfg.smem_budget:
+            return False
+        self._blocks_opened += 1
+        self.block = Block(tuple(idx), tuple(grid), frange, tensors, smem, key, n_ops=len(tensors),
+                           serial=self._blocks_opened)
+        return True
+
+    def _push_kernel(self, idx: Sequence[int], key: Key, outs: list[T]) -> tuple[Any, ...]:
+        for i in idx:
+            self.kt[i].uses += 1
+        undo = (tuple(idx), self.k_last, len(outs))
+        self.kt.extend(outs)
+        self.k_last = key
+        self.k_ops += 1
+        return undo
+
+    def _pop_kernel(self, undo: tuple[Any, ...]) -> None:
+        idx, last, n = undo
+        del self.kt[len(self.kt) - n:]
+        for i in idx:
+            self.kt[i].uses -= 1
+        self.k_last = last
+        self.k_ops -= 1
+
+    # ------------------------------------------------------------------ block level
+    def _block_state(self, node: str) -> None:
+        b = self.block
+        assert b is not None
+        dangling = [i for i, t in enumerate(b.tensors) if t.uses == 0]
+        if (dangling and len(dangling) <= self.cfg.max_block_outputs
+                and all(b.tensors[i].post and not b.tensors[i].source for i in dangling)):
+            self._close(node, b, dangling)
+        if b.n_ops >= self.cfg.max_block_ops:
+            return
+        if self._cannot_close(b):
+            self._prune(node, "cap", reason="the op cap leaves too few ops to consume every loop-phase tensor")
+            return
+        counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0}
+        for info in self.block_ops:
+            for idx in self._after(b.last, info, len(b.tensors), counts):
+                self._block_op(node, b, info, idx, counts)
+        self._count(node, counts)
+
+    def _cannot_close(self, b: Block) -> bool:
+        """Each op lowers the number of dangling loop-phase tensors by at most ``arity − 1`` (or 1, for an
+        accumulator), and a block graph closes only when none is left: a state needing more ops than the cap
+        leaves can never close, so none of its descendants can either."""
+        loop = sum(1 for t in b.tensors if t.uses == 0 and not t.post)
+        return loop > (self.cfg.max_block_ops - b.n_ops) * self._max_drop
+
+    def _block_op(self, node: str, b: Block, info: _OpInfo, idx: tuple[int, ...], counts: dict[str, int]) -> None:
+        ins = [b.tensors[i] for i in idx]
+        post = _phase(info.accum, ins)
+        if post is None:
+            counts["phase"] += 1
+            return
+        dims = self._shape(info, ins, Level.BLOCK)
+        if dims is None:
+            counts["shape"] += 1
+            return
+        dtype = ins[0].dtype
+        add = sum(math.prod(d) for d in dims) * dtype.itemsize if info.smem_counted else 0
+        if b.smem + add > self.cfg.smem_budget:
+            counts["smem"] += 1
+            return
+        decision: Decision = ["b", info.name, list(idx), info.attrs]
+        exprs = self._expressions(node, decision, info, ins, b.frange)
+        if exprs is None:
+            return
+        for i in idx:
+            b.tensors[i].uses += 1
+        last, b.last = b.last, (idx, info.code)
+        b.tensors.extend(T(d, dtype, e, post=post) for d, e in zip(dims, exprs, strict=True))
+        b.smem += add
+        b.n_ops += 1
+        if self._fresh_state(node, decision):
+            self._child(node, decision)
+        b.n_ops -= 1
+        b.smem -= add
+        del b.tensors[len(b.tensors) - len(dims):]
+        b.last = last
+        for i in idx:
+            b.tensors[i].uses -= 1
+
+    def _close(self, node: str, b: Block, dangling: list[int]) -> None:
+        tiles = [b.tensors[i].dims for i in dangling]
+        for omap in cands.omap_candidates(tiles, b.grid, self.cfg):
+            decision: Decision = ["s", list(omap)]
+            outs = [T(saver_dims(b.tensors[i].dims, tuple(omap), b.grid), b.tensors[i].dtype, b.tensors[i].expr)
+                    for i in dangling]
+            self.block = None
+            undo = self._push_kernel(b.inputs, b.key, outs)
+            self.n_custom += 1
+            self._child(node, decision)
+            self.n_custom -= 1
+            self._pop_kernel(undo)
+            self.block = b
+
+    # ------------------------------------------------------------------ checks
+    def _order_ok(self, last: Key | None, key: Key) -> bool:
+        return self.cfg.order != "reference" or last is None or key > last
+
+    def _after(self, last: Key | None, info: _OpInfo, n: int, counts: dict[str, int]) -> list[tuple[int, ...]]:
+        """The operand tuples of ``info`` whose key beats ``last`` (SPEC §7.4), found by bisection."""
+        key = (info.arity, n)
+        idx = self._indices.get(key)
+        if idx is None:
+            idx = self._indices[key] = list(cands.input_index_candidates(info.arity, n))
+        if self.cfg.order != "reference" or last is None:
+            return idx
+        v, code = last
+        start = bisect.bisect_left(idx, v)
+        if start < len(idx) and idx[start] == v and code >= info.code:
+            start += 1
+        counts["order"] += start
+        return idx[start:]
+
+    def _fresh_state(self, node: str, decision: Decision) -> bool:
+        """``order="semantic"``: a block state holding the same tensors as an earlier one is a duplicate."""
+        if self.cfg.order != "semantic" or self.block is None:
+            return True
+        b = self.block
+        sig = (b.serial, tuple(sorted((self._nf_key(t.expr), t.dims, t.post) for t in b.tensors)))
+        if sig in self.seen_states:
+            self._prune(node, "duplicate", decision)
+            return False
+        self.seen_states.add(sig)
+        return True
+
+    def _shape(self, info: _OpInfo, ins: list[T], level: Level) -> list[Dims] | None:
+        key = (info.op, level, tuple(t.dims for t in ins), tuple(t.dtype for t in ins))
+        got = self._shapes.get(key, _MISSING)
+        if got is _MISSING:
+            got = None
+            if all(t.dtype == ins[0].dtype for t in ins):
+                with contextlib.suppress(ShapeError):
+                    got = info.shape(self._ctx[level], [t.dims for t in ins], info.attrs)
+            self._shapes[key] = got
+        return got  # type: ignore[return-value]
+
+    def _expressions(self, node: str, decision: Decision, info: _OpInfo, ins: list[T],
+                     frange: int) -> tuple[Term, ...] | None:
+        """The outputs' abstract expressions, or None (and a prune event) when the oracle rejects one."""
+        key = (info.op, tuple(t.expr for t in ins), tuple(t.dims for t in ins), frange)
+        got = self._exprs.get(key)
+        if got is None:
+            exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins],
+                                  forloop_range=frange, reduction_dimx=self.cfg.reduction_dimx)
+            bad = None
+            if self.cfg.pruning:
+                t = time.perf_counter()
+                bad = next((v for v in map(self.oracle.check, exprs) if not v.keep), None)
+                self.out.seconds["oracle"] += time.perf_counter() - t
+            got = self._exprs[key] = (exprs, bad)
+        exprs, bad = got
+        if bad is None:
+            return exprs
+        self._prune(node, "oracle", decision, expr=str(bad.expr), reason=bad.reason, rules=list(bad.rules))
+        return None
+
+    def _nf_of(self, e: Term) -> Any:
+        return self.oracle.normal_form(e)
+
+    def _nf_key(self, e: Term) -> int:
+        nf = self._nf_of(e)
+        return -1 if nf is None else nf.serial
+
+    # ------------------------------------------------------------------ candidates
+    def _try_candidate(self, node: str) -> bool:
+        """SPEC §7.2: test every kernel-level state; True when verified (the branch stops)."""
+        dangling = [i for i, t in enumerate(self.kt) if t.uses == 0 and not t.source]
+        if len(dangling) != len(self.out_types):
+            return False
+        if sorted((self.kt[i].dims, self.kt[i].dtype.value) for i in dangling) != self.out_types:
+            return False
+        if self.cfg.expression_precheck and sorted(self._nf_key(self.kt[i].expr) for i in dangling) != self.targets:
+            self.out.events.append({"e": "candidate", "node": node, "outcome": "precheck"})
+            return False
+        t = time.perf_counter()
+        graph = build_candidate(self.program, self.path, dangling, smem_limit=self.cfg.smem_budget,
+                                reduction_dimx=self.cfg.reduction_dimx)
+        res = self.verifier.check(graph)
+        self.out.seconds["verification"] += time.perf_counter() - t
+        summary = {"reason": res.reason, "error_bound": res.error_bound, "heuristic": res.bound_is_heuristic,
+                   "permutation": list(res.permutation or ())}
+        if not res.equivalent:
+            self.out.events.append({"e": "candidate", "node": node, "outcome": "rejected", "reason": res.reason})
+            return False
+        if res.permutation is not None:
+            graph = replace(graph, outputs=tuple(graph.outputs[j] for j in res.permutation))
+        h = graph.canonical_hash()
+        if h in self.seen_graphs:
+            self.out.events.append({"e": "candidate", "node": node, "outcome": "duplicate", "hash": h})
+            return True
+        self.seen_graphs.add(h)
+        found = Candidate(graph, h, list(self.path), node, summary, time.perf_counter() - self.t0)
+        self.out.candidates.append(found)
+        self.out.events.append({"e": "candidate", "node": node, "outcome": "verified", "hash": h})
+        if self.on_candidate is not None:
+            self.on_candidate(found)
+        return True
+
+    # ------------------------------------------------------------------ forced replay of a task prefix
+    def _apply(self, d: Decision) -> None:
+        kind = d[0]
+        if kind == "k":
+            info, idx = _OpInfo(Op(d[1]), Level.KERNEL, d[3]), tuple(d[2])
+            ins = [self.kt[i] for i in idx]
+            dims = self._shape(info, ins, Level.KERNEL)
+            assert dims is not None, d
+            exprs = op_expression(info.op, d[3], [t.expr for t in ins], [t.dims for t in ins])
+            self._push_kernel(idx, (idx, info.code), [T(x, ins[0].dtype, e) for x, e in zip(dims, exprs, strict=True)])
+        elif kind == "c":
+            assert self._open_block(d, (tuple(d[1]), CUSTOMIZED_CODE)), d
+        else:
+            raise ValueError(f"task prefixes hold kernel decisions and one customized root, not {d!r}")
+        self.path.append(d)
+
+
+def _phase(accum: bool, ins: list[T]) -> bool | None:
+    """The output phase of a block op, or None when its inputs' phases forbid it (SPEC §3.3)."""
+    post = ins[0].post
+    if accum:
+        return None if any(t.post for t in ins) else True
+    return post if all(t.post is post for t in ins) else None
+
+
+_MISSING = object()
+
+
+class _OpInfo:
+    """What the hot loops need of an op, looked up once."""
+
+    __slots__ = ("accum", "arity", "attrs", "code", "name", "op", "shape", "smem_counted")
+
+    def __init__(self, op: Op, level: Level, attrs: dict[str, Any] | None = None,
+                 clamp: tuple[float, float] = (0.0, 6.0)) -> None:
+        spec = op.spec
+        self.op, self.name, self.arity, self.code = op, op.value, spec.arity, spec.code(level)
+        self.shape, self.smem_counted, self.accum = spec.shape, spec.smem_counted, spec.kind is Kind.ACCUM
+        self.attrs = attrs if attrs is not None else (
+            {"min": float(clamp[0]), "max": float(clamp[1])} if op is Op.CLAMP else {})
+
+
+def _input_terms(n: int) -> list[Term]:
+    from mirage_lab.absexpr.terms import var
+
+    return [var(i) for i in range(n)]

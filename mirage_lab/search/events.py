@@ -1,0 +1,127 @@
+"""The search as an event stream (DESIGN principle 5), and the report built from it.
+
+Every state the search enters is an ``expand`` event holding the one *decision* that led
+to it from its parent, so any node can be rebuilt by replaying the decisions on its path
+(``path_to``, then ``replay``). Children that die are ``prune`` events with a reason —
+``oracle`` (with the verdict's reason and rules), ``order``, ``shape``, ``phase``, ``smem``,
+``cap`` or ``duplicate`` — and complete graphs are ``candidate`` events whose outcome is
+``precheck`` (their outputs' expressions differ from the targets'), ``rejected`` or
+``verified``. Events are plain dicts with short keys so that ``events.jsonl`` stays small.
+
+Decisions (JSON lists):
+
+* ``["k", op, [inputs], {attrs}]`` — a kernel op on kernel tensors;
+* ``["c", [inputs], grid, [imaps], [fmaps], F]`` — open a customized op: its loaders;
+* ``["b", op, [inputs], {attrs}]`` — a block op on block tensors;
+* ``["s", omap]`` — close the block graph: save every dangling block tensor, in order.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+Event = dict[str, Any]
+Decision = list[Any]
+
+PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "cap", "duplicate")
+OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
+
+
+def path_to(events: Sequence[Event], node: str) -> list[Decision]:
+    """The decisions from the root to ``node`` (an ``expand`` event's id)."""
+    by_id = {e["id"]: e for e in events if e["e"] == "expand"}
+    out: list[Decision] = []
+    cur: str | None = node
+    while cur is not None:
+        ev = by_id.get(cur)
+        if ev is None:
+            raise KeyError(f"no expand event with id {cur!r}")
+        if ev.get("d") is not None:
+            out.append(ev["d"])
+        cur = ev.get("parent")
+    return out[::-1]
+
+
+def read_events(path: Any) -> Iterator[Event]:
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+@dataclass
+class SearchReport:
+    """Counts per verdict and reason, the stop reason, and where the time went."""
+
+    states: int = 0
+    pruned: Counter[str] = field(default_factory=Counter)
+    oracle_rules: Counter[str] = field(default_factory=Counter)
+    candidates: Counter[str] = field(default_factory=Counter)
+    verified: int = 0
+    tasks_done: int = 0
+    tasks_total: int = 0
+    stop_reason: str = "complete"
+    seconds: dict[str, float] = field(default_factory=lambda: {"enumeration": 0.0, "oracle": 0.0,
+                                                                "verification": 0.0, "wall": 0.0})
+    first_verified_s: float | None = None
+    cached: bool = False
+
+    def add_events(self, events: Iterable[Event]) -> None:
+        for e in events:
+            kind = e["e"]
+            if kind == "expand":
+                self.states += 1
+            elif kind == "prune":
+                self.pruned[e["why"]] += e.get("n", 1)
+                for r in e.get("rules", ()):
+                    self.oracle_rules[r] += 1
+            elif kind == "candidate":
+                self.candidates[e["outcome"]] += 1
+                self.verified += e["outcome"] == "verified"
+
+    def add_seconds(self, seconds: dict[str, float]) -> None:
+        for k, v in seconds.items():
+            if k != "wall":
+                self.seconds[k] = self.seconds.get(k, 0.0) + v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"states": self.states, "pruned": dict(self.pruned), "oracle_rules": dict(self.oracle_rules),
+                "candidates": dict(self.candidates), "verified": self.verified, "tasks_done": self.tasks_done,
+                "tasks_total": self.tasks_total, "stop_reason": self.stop_reason, "seconds": self.seconds,
+                "first_verified_s": self.first_verified_s, "cached": self.cached}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SearchReport:
+        r = cls()
+        r.states, r.verified = int(d["states"]), int(d["verified"])
+        r.pruned, r.oracle_rules = Counter(d["pruned"]), Counter(d["oracle_rules"])
+        r.candidates = Counter(d["candidates"])
+        r.tasks_done, r.tasks_total, r.stop_reason = d["tasks_done"], d["tasks_total"], d["stop_reason"]
+        r.seconds, r.first_verified_s = dict(d["seconds"]), d.get("first_verified_s")
+        return r
+
+    def to_frame(self) -> pd.DataFrame:
+        rows: list[tuple[str, str, float]] = [("states", "explored", self.states)]
+        rows += [("pruned", k, v) for k, v in sorted(self.pruned.items())]
+        rows += [("candidates", k, v) for k, v in sorted(self.candidates.items())]
+        rows += [("seconds", k, round(v, 3)) for k, v in self.seconds.items()]
+        return pd.DataFrame(rows, columns=["what", "kind", "value"])
+
+    def __repr__(self) -> str:
+        pruned = ", ".join(f"{k} {v}" for k, v in self.pruned.most_common())
+        s = self.seconds
+        return (f"SearchReport({self.stop_reason}: {self.states} states, {self.verified} verified, "
+                f"{sum(self.candidates.values())} complete graphs checked; pruned: {pruned or 'none'}; "
+                f"{s['wall']:.1f} s wall (enumeration {s['enumeration']:.1f}, oracle {s['oracle']:.1f}, "
+                f"verification {s['verification']:.1f}); tasks {self.tasks_done}/{self.tasks_total}"
+                f"{', from the cache' if self.cached else ''})")
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(repr(self))}</pre>{self.to_frame().to_html(index=False)}"

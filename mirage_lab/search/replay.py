@@ -1,0 +1,63 @@
+"""Rebuild a search node's μGraph from its decisions, through the validating builders.
+
+The search explores lean states for speed; every graph it reports is rebuilt here, so each
+one has passed every rule of the builders (shapes, phases, shared memory, closing rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mirage_lab.errors import FormatError
+from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import _replay_for
+from mirage_lab.ir.ops import Op
+from mirage_lab.search.events import Decision
+
+
+def replay(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+           reduction_dimx: int = 64) -> tuple[KernelGraphBuilder, list[Any], BlockGraphBuilder | None]:
+    """Apply ``decisions`` to a kernel graph holding copies of the program's inputs.
+
+    Returns the builder, its tensor handles in creation order, and the open block graph if the
+    last decisions left one open.
+    """
+    g = KernelGraphBuilder()
+    handles: list[Any] = [g.new_input(t.dims, t.dtype) for t in program.input_types]
+    tb: BlockGraphBuilder | None = None
+    block: list[Any] = []
+    custom_inputs: list[Any] = []
+    for d in decisions:
+        kind = d[0]
+        if kind == "k":
+            handles += _replay_for(Op(d[1]), kernel=True)(g, [handles[i] for i in d[2]], d[3])
+        elif kind == "c":
+            _, ins, grid, imaps, fmaps, frange = d
+            tb = BlockGraphBuilder(grid, forloop_range=frange, reduction_dimx=reduction_dimx, smem_limit=smem_limit)
+            custom_inputs = [handles[i] for i in ins]
+            block = [tb.new_input(x, imap, fm) for x, imap, fm in zip(custom_inputs, imaps, fmaps, strict=True)]
+        elif kind == "b" and tb is not None:
+            block += _replay_for(Op(d[1]), kernel=False)(tb, [block[i] for i in d[2]], d[3])
+        elif kind == "s" and tb is not None:
+            used = {i for n in tb._nodes for i in n.inputs}
+            for i, h in enumerate(block):
+                if i not in used:
+                    tb.new_output(h, d[1])
+            handles += g.customized(custom_inputs, tb)
+            tb, block = None, []
+        else:
+            raise FormatError(f"cannot replay decision {d!r} here")
+    return g, handles, tb
+
+
+def build_candidate(program: KernelGraph, decisions: Sequence[Decision], outputs: Sequence[int], *,
+                    smem_limit: int, reduction_dimx: int = 64) -> KernelGraph:
+    """The complete graph of a kernel-level node, with ``outputs`` (kernel tensor indices) marked in order."""
+    g, handles, tb = replay(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    if tb is not None:
+        raise FormatError("the decisions leave a block graph open; a candidate ends at kernel level")
+    for i in outputs:
+        g.mark_output(handles[i])
+    return g.freeze()

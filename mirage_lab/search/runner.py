@@ -1,0 +1,365 @@
+"""``superoptimize``: run a search through an executor, with a run folder as cache and checkpoint.
+
+The walk is split at customized-op roots (SPEC §7.5): the main process walks the kernel
+level once (the *frontier*), and each block-graph root becomes a task that any
+``concurrent.futures.Executor`` can run — in process, a local process pool, or Dask
+(``client.get_executor()``). Tasks carry only JSON-able data and rebuild their context
+(program, oracle, verifier) in the worker, so workers share nothing. Results are merged in
+task order, and budgets (states, results) truncate that ordered stream, so the outcome does
+not depend on the executor or on which task finishes first (time limits excepted).
+
+Every finished task is saved in the run folder, and every verified μGraph the moment it is
+verified, so an interrupted search (KeyboardInterrupt, a time limit, a killed worker) keeps
+them and resumes with the unfinished tasks.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import html
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from mirage_lab.absexpr.oracle import Oracle
+from mirage_lab.errors import InputError
+from mirage_lab.ir.builder import as_graph
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import graph_from_dict, graph_to_dict
+from mirage_lab.runs import DEFAULT_ROOT, RunFolder
+from mirage_lab.search.config import SearchConfig, preset
+from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
+from mirage_lab.search.events import Event, SearchReport
+from mirage_lab.verify.verifier import Verifier
+
+BUDGETS = ("time_limit_s", "state_limit", "result_limit")
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class SearchResult:
+    """Verified μGraphs, best first, and the report of the search that found them."""
+
+    program: KernelGraph
+    config: SearchConfig
+    candidates: list[Candidate]
+    report: SearchReport
+    run_dir: Path | None = None
+    costs: dict[str, float] = field(default_factory=dict)  # candidate hash → proxy seconds
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for rank, c in enumerate(self.candidates):
+            g = c.graph
+            rows.append({"rank": rank, "hash": c.hash[:12], "kernels": len(g.compute_nodes),
+                         "customized": len(g.block_graphs),
+                         "block_ops": sum(len(b.compute_nodes) for b in g.block_graphs),
+                         "grids": " ".join(str(b.grid) for b in g.block_graphs),
+                         "proxy_cost_us": round(self.costs.get(c.hash, float("nan")) * 1e6, 2),
+                         "found_s": round(c.found_s, 2), "error_bound": c.verification.get("error_bound")})
+        return pd.DataFrame(rows)
+
+    def events(self) -> Iterator[Event]:
+        from mirage_lab.search.events import read_events
+
+        if self.run_dir is None:
+            raise InputError("this search kept no run folder; pass run_dir= to keep its events")
+        return read_events(self.run_dir / "events.jsonl")
+
+    def __repr__(self) -> str:
+        best = "none" if self.best is None else f"{self.best.hash[:12]} ({len(self.best.graph.compute_nodes)} kernels)"
+        return f"SearchResult({len(self.candidates)} verified, best {best}; {self.report!r})"
+
+    def _repr_html_(self) -> str:
+        return (f"<p><b>{len(self.candidates)} verified μGraphs</b></p><pre>{html.escape(repr(self.report))}</pre>"
+                + self.to_frame().head(20).to_html(index=False))
+
+
+# --------------------------------------------------------------------------- worker side
+
+_CONTEXTS: dict[tuple[str, str], tuple[KernelGraph, SearchConfig, Oracle, Verifier]] = {}
+
+
+def _context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[KernelGraph, SearchConfig, Oracle,
+                                                                                  Verifier]:
+    """The worker's program, oracle and verifier for one search, built once per process."""
+    program, config = graph_from_dict(program_doc), SearchConfig.from_json(config_doc)
+    key = (program.canonical_hash(), config.hash())
+    if key not in _CONTEXTS:
+        if len(_CONTEXTS) > 4:
+            _CONTEXTS.clear()
+        oracle = Oracle.for_program(program, engine=config.oracle_engine)
+        _CONTEXTS[key] = (program, config, oracle, Verifier(program, trials=config.trials, seed=config.seed))
+    return _CONTEXTS[key]
+
+
+def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
+             prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
+    """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
+
+    ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
+    """
+    program, config, oracle, verifier = _context(program_doc, config_doc)
+    folder = RunFolder(run_dir) if run_dir else None
+    t0 = time.time()
+
+    def keep(c: Candidate) -> None:  # on disk the moment it is verified: a killed worker loses nothing
+        if folder is not None:
+            folder.save_candidate(candidate_doc(c))
+
+    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
+                        deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
+                        on_candidate=keep, t0=time.perf_counter() - (t0 - started))
+    out = walker.run(prefix, parent)
+    return {"index": index, "events": out.events, "candidates": [candidate_doc(c) for c in out.candidates],
+            "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
+            "wall": time.time() - t0, "config_budgets": _budgets(config)}
+
+
+def candidate_doc(c: Candidate) -> dict[str, Any]:
+    return {"hash": c.hash, "graph": graph_to_dict(c.graph), "decisions": c.decisions, "node": c.node,
+            "verification": c.verification, "found_s": c.found_s}
+
+
+def candidate_from_doc(d: dict[str, Any]) -> Candidate:
+    return Candidate(graph_from_dict(d["graph"]), d["hash"], d["decisions"], d["node"], d["verification"],
+                     float(d["found_s"]))
+
+
+def _budgets(config: SearchConfig) -> dict[str, Any]:
+    return {k: getattr(config, k) for k in BUDGETS}
+
+
+# --------------------------------------------------------------------------- executors
+
+
+class SerialExecutor(Executor):
+    """Runs each task in the calling process when it is submitted (no parallelism, no pickling)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        f: Future[Any] = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            f.set_exception(e)
+        return f
+
+
+def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
+    """The executor to use, and whether we own it (and must shut it down)."""
+    if isinstance(executor, Executor):
+        return executor, False
+    if executor in (None, "process"):
+        import multiprocessing as mp
+
+        return cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=mp.get_context("spawn")), True
+    if executor == "serial":
+        return SerialExecutor(), True
+    raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
+                     f"client.get_executor()), got {executor!r}")
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def superoptimize(program: Any, config: SearchConfig | str | None = None, *, executor: Executor | str | None = None,
+                  run_dir: str | os.PathLike[str] | bool | None = DEFAULT_ROOT, progress: bool = True,
+                  **overrides: Any) -> SearchResult:
+    """Search for μGraphs equivalent to ``program`` (SPEC §7) and return them ranked.
+
+    ``config`` is a ``SearchConfig`` or a preset name; keyword ``overrides`` change its fields.
+    ``executor`` is "process" (default: a local process pool over all cores), "serial", or any
+    ``concurrent.futures.Executor`` such as Dask's ``client.get_executor()``. ``run_dir`` is the
+    root of the run folders (default ``./runs``); ``False`` keeps nothing on disk.
+    """
+    prog = as_graph(program)
+    cfg = preset(config or "default") if isinstance(config, str | None) else config
+    if not isinstance(cfg, SearchConfig):
+        raise InputError(f"config must be a SearchConfig or a preset name, got {type(config).__name__}")
+    cfg = cfg.replace(**overrides) if overrides else cfg
+    return _Search(prog, cfg, executor, run_dir, progress).run()
+
+
+class _Search:
+    def __init__(self, program: KernelGraph, config: SearchConfig, executor: Executor | str | None,
+                 run_dir: Any, progress: bool) -> None:
+        self.program, self.config, self.progress = program, config, progress
+        self.executor_spec = executor
+        self.program_doc = graph_to_dict(program)
+        self.config_doc = config.to_dict()
+        self.folder: RunFolder | None = None
+        if run_dir is not False and run_dir is not None:
+            folder_hash = config.replace(**{k: None for k in BUDGETS}).hash()  # budgets do not change the folder
+            self.folder = RunFolder.for_search(run_dir, program.canonical_hash(), folder_hash)
+        self.report = SearchReport()
+        self.t0 = time.time()
+
+    def run(self) -> SearchResult:
+        cached = self._cached()
+        if cached is not None:
+            return cached
+        if self.folder is not None:
+            self.folder.ensure("program.json", self.program_doc)
+        program, config, oracle, verifier = _context(self.program_doc, self.config_doc)
+        deadline = None if config.time_limit_s is None else time.perf_counter() + config.time_limit_s
+        front = Enumerator(program, config, oracle, verifier, ids="f", state_cap=config.state_limit,
+                           deadline=deadline).run(frontier=True)
+        outcomes = self._run_tasks(front)
+        return self._finish(front, outcomes)
+
+    def _cached(self) -> SearchResult | None:
+        if self.folder is None:
+            return None
+        doc = self.folder.read("result.json")
+        if doc is None or (doc["report"]["stop_reason"] != "complete" and doc["budgets"] != _budgets(self.config)):
+            return None
+        report = SearchReport.from_dict(doc["report"])
+        report.cached = True
+        docs = [self.folder.read(f"candidates/{h[:16]}.json") for h in doc["ranking"]]
+        if any(d is None for d in docs):
+            return None  # a candidate file was deleted: recompute (finished tasks are still reused)
+        cands = [candidate_from_doc(d) for d in docs if d is not None]
+        return SearchResult(self.program, self.config, cands, report, self.folder.path, doc["costs"])
+
+    # ---- tasks
+    def _run_tasks(self, front: Outcome) -> dict[int, dict[str, Any]]:
+        done: dict[int, dict[str, Any]] = {}
+        todo = []
+        for i in range(len(front.tasks)):
+            saved = self.folder.task(i) if self.folder is not None else None
+            if saved is not None and (saved["stop_reason"] == "complete"
+                                      or saved["config_budgets"] == _budgets(self.config)):
+                done[i] = saved
+            else:
+                todo.append(i)
+        self.report.tasks_total = len(front.tasks)
+        deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
+        executor, owned = make_executor(self.executor_spec)
+        bar = tqdm(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
+        futures: dict[Future[Any], int] = {}
+        window = 2 * getattr(executor, "_max_workers", 1) if owned else 64  # a few tasks in flight per worker
+        queue = iter(todo)
+        run_dir = str(self.folder.path) if self.folder is not None else None
+        try:
+            while True:
+                for i in queue:  # top the window up; budgets are checked as results arrive, in order
+                    parent, prefix = front.tasks[i]
+                    futures[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix,
+                                            run_dir, deadline, self.t0)] = i
+                    if sum(1 for j in futures.values() if j not in done) >= window:
+                        break
+                pending = [f for f in futures if futures[f] not in done]
+                if not pending:
+                    break
+                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for f in finished:
+                    res = f.result()
+                    done[res["index"]] = res
+                    if self.folder is not None and res["stop_reason"] in ("complete", "state limit"):
+                        self.folder.save_task(res["index"], res)
+                    bar.update()
+                if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
+                    break
+        except KeyboardInterrupt:
+            self.report.stop_reason = "interrupted"
+        finally:
+            bar.close()
+            for f in futures:
+                f.cancel()
+            if owned:
+                executor.shutdown(wait=self.report.stop_reason != "interrupted", cancel_futures=True)
+        return done
+
+    def _budget_spent(self, done: dict[int, dict[str, Any]], total: int) -> bool:
+        """Stop early when the tasks finished *in order* already exhaust a state or result budget."""
+        states, found = 0, 0
+        for i in range(total):
+            if i not in done:
+                return False
+            states += done[i]["states"]
+            found += len(done[i]["candidates"])
+            if (self.config.state_limit and states >= self.config.state_limit) or (
+                    self.config.result_limit and found >= self.config.result_limit):
+                return True
+        return False
+
+    # ---- merging
+    def _finish(self, front: Outcome, done: dict[int, dict[str, Any]]) -> SearchResult:
+        events: list[Event] = []
+        cands: list[dict[str, Any]] = [candidate_doc(c) for c in front.candidates]
+        self.report.add_seconds(front.seconds)
+        self.report.states += front.states
+        stop = self.report.stop_reason if self.report.stop_reason != "complete" else front.stop_reason
+        for ev in front.events:
+            if ev["e"] != "task":
+                events.append(ev)
+                continue
+            res = done.get(ev["task"])
+            if res is None:
+                stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
+                continue
+            events.extend(res["events"])
+            self.report.states += res["states"]
+            self.report.add_seconds(res["seconds"])
+            self.report.tasks_done += 1
+            cands.extend(res["candidates"])
+            if res["stop_reason"] != "complete" and stop == "complete":
+                stop = res["stop_reason"]
+            if self._limit_reached(self.report.states, cands):
+                stop = "state limit" if self.config.state_limit and self.report.states >= self.config.state_limit \
+                    else "result limit"
+                break
+        self.report.add_events([e for e in events if e["e"] != "expand"])
+        self.report.stop_reason = stop
+        self.report.seconds["wall"] = time.time() - self.t0
+        ranked, costs = _rank(cands, self.config.result_limit)
+        verified_times = [c.found_s for c in ranked]
+        self.report.first_verified_s = min(verified_times) if verified_times else None
+        self.report.verified = len(ranked)
+        if self.folder is not None:
+            self.folder.ensure("config.json", {k: v for k, v in self.config_doc.items() if k not in BUDGETS})
+            for c in ranked:
+                self.folder.save_candidate(candidate_doc(c))
+            self.folder.write_events(events)
+            self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
+                                              "report": self.report.to_dict(), "budgets": _budgets(self.config)})
+        return SearchResult(self.program, self.config, ranked, self.report,
+                            self.folder.path if self.folder is not None else None, costs)
+
+    def _limit_reached(self, states: int, cands: list[dict[str, Any]]) -> bool:
+        c = self.config
+        return bool((c.state_limit and states >= c.state_limit) or (c.result_limit and len(cands) >= c.result_limit))
+
+
+def _rank(docs: list[dict[str, Any]], limit: int | None) -> tuple[list[Candidate], dict[str, float]]:
+    """Deduplicate by canonical hash (first found wins) and sort by proxy cost, then by discovery order."""
+    seen: dict[str, Candidate] = {}
+    for d in docs:
+        seen.setdefault(d["hash"], candidate_from_doc(d))
+    cands = list(seen.values())[:limit] if limit else list(seen.values())
+    costs = {c.hash: _proxy_seconds(c.graph) for c in cands}
+    order = sorted(range(len(cands)), key=lambda i: (costs[cands[i].hash], i))
+    return [cands[i] for i in order], costs
+
+
+def _proxy_seconds(g: KernelGraph) -> float:
+    try:
+        from mirage_lab.optimize.cost import proxy_cost
+    except ImportError:  # the cost model arrives with the optimizer; until then, fewer kernels first
+        return float(len(g.compute_nodes))
+    return float(proxy_cost(g).seconds)
