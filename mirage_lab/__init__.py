@@ -7,13 +7,14 @@
     ml.interpret(g, [x])
 """
 
-from mirage_lab import absexpr, bench
+from mirage_lab import absexpr, bench, search
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.builder import new_kernel_graph, new_threadblock_graph
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.dtype import DType, bfloat16, float16, float32, float64
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.io import load, save
+from mirage_lab.search import superoptimize
 from mirage_lab.semantics.interpret import interpret
 from mirage_lab.verify import verify
 
@@ -36,5 +37,7 @@ __all__ = [
     "new_kernel_graph",
     "new_threadblock_graph",
     "save",
+    "search",
+    "superoptimize",
     "verify",
 ]

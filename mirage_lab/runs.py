@@ -75,6 +75,14 @@ class RunFolder:
         docs = (self.read(f"candidates/{p.name}") for p in sorted((self.path / "candidates").glob("*.json")))
         return [d for d in docs if d is not None]
 
-    def write_events(self, events: Iterable[dict[str, Any]]) -> Path:
-        text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
-        return write_atomic(self.path / "events.jsonl", text)
+    def write_events(self, lines: Iterable[str]) -> Path:
+        """Stream JSONL lines to events.jsonl, atomically (a temporary file renamed into place)."""
+        final = self.path / "events.jsonl"
+        tmp = final.with_name(f".events.jsonl.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "w") as f:
+                f.writelines(lines)
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return final

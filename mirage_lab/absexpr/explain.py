@@ -33,8 +33,27 @@ def explain_match(target: int, m: Match, e: Poly) -> str:
     return f"found in {where}: {', '.join(parts)}"
 
 
-def explain_failure(e: Poly, targets: Sequence[Poly]) -> str:
-    """Why no axiom relates ``e`` to any target: the first missing ingredient, innermost first."""
+def explain_failure(e: Poly, targets: Sequence[Poly]) -> tuple[str, tuple[str, ...]]:
+    """Why no axiom relates ``e`` to any target, and the axiom that would have had to apply."""
+    reason = _failure(e, targets)
+    return reason, (_FAILED_RULE[next(k for k in _FAILED_RULE if k in reason)],)
+
+
+#: words of a failure reason → the subexpression axiom it shows cannot apply
+_FAILED_RULE = {
+    "which no target reads": "distinct_inputs",
+    "no target applies": "sub_unary",
+    "occurs in no target": "sub_unary",
+    "in one product": "sub_mul",
+    "partial sum": "sub_partial_sum",
+    "denominators sum": "sum_div",
+    "never all of them together": "sub_add",
+    "cannot be split off": "sum_div",
+}
+
+
+def _failure(e: Poly, targets: Sequence[Poly]) -> str:
+    """The first missing ingredient, innermost first."""
     target_atoms = {a for t in targets for a in atoms_of(t)}
     inputs = {a for a in target_atoms if a.head == "input"}
     stray = [a for a in atoms_of(e) if a.head == "input" and a not in inputs]

@@ -58,7 +58,8 @@ class Verdict:
         head = {PASS: "✓ subexpression", FAIL: "✗ not a subexpression", LIMIT: "? undecided (limit)"}[self.status]
         lines = [f"{head}: {self.expr}", f"  {self.reason}"]
         if self.rules:
-            lines.append("  rules: " + "; ".join(str(BY_NAME[r]) for r in self.rules))
+            label = "rules" if self.status == PASS else "the rule that cannot apply"
+            lines.append(f"  {label}: " + "; ".join(str(BY_NAME[r]) for r in self.rules))
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,7 +181,8 @@ class Oracle:
             return Verdict(expr, LIMIT, "a target could not be normalised within the limits, so nothing can be "
                            "ruled out; raise Limits.nodes / Limits.time_s")
         polys = [t.poly for t in self._target_nf if t is not None]
-        return Verdict(expr, FAIL, explain_failure(e.poly, polys))
+        reason, rules = explain_failure(e.poly, polys)
+        return Verdict(expr, FAIL, reason, rules)
 
     def _decide_with_engine(self, expr: Term) -> Verdict:
         assert self.engine is not None and not isinstance(self.engine, str)

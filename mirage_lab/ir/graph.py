@@ -155,6 +155,12 @@ class KernelGraph:
 
         return canonical_hash(self)
 
+    def superoptimize(self, config: Any = None, **kw: Any) -> Any:
+        """Search for faster equivalent μGraphs: ``ml.superoptimize(self, config, **kw)``."""
+        from mirage_lab.search.runner import superoptimize
+
+        return superoptimize(self, config, **kw)
+
     def to_python(self) -> str:
         """Builder code that rebuilds an equal graph."""
         from mirage_lab.ir.printer import to_python

@@ -35,7 +35,7 @@ from mirage_lab.ir.smem import counted_bytes
 from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.config import SearchConfig
-from mirage_lab.search.events import Decision, Event
+from mirage_lab.search.events import Decision, Event, EventLog
 from mirage_lab.search.replay import build_candidate
 from mirage_lab.verify.verifier import Verifier
 
@@ -94,7 +94,7 @@ class Candidate:
 class Outcome:
     """What one walk produced: its events, verified candidates, tasks (frontier mode), time split."""
 
-    events: list[Event] = field(default_factory=list)
+    events: EventLog = field(default_factory=EventLog)
     candidates: list[Candidate] = field(default_factory=list)
     tasks: list[tuple[str, list[Decision]]] = field(default_factory=list)  # (parent node id, decisions)
     seconds: dict[str, float] = field(default_factory=lambda: {"oracle": 0.0, "verification": 0.0,
@@ -108,17 +108,19 @@ class Enumerator:
 
     def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier, *,
                  ids: str, deadline: float | None = None, state_cap: int | None = None,
-                 on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None) -> None:
+                 on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None,
+                 log: EventLog | None = None) -> None:
         self.program, self.cfg, self.oracle, self.verifier = program, config, oracle, verifier
         self.ids, self.deadline, self.state_cap, self.on_candidate = ids, deadline, state_cap, on_candidate
         self.t0 = time.perf_counter() if t0 is None else t0
-        self.out = Outcome()
+        self.out = Outcome(events=log or EventLog())
         clamp = config.clamp_bounds
         self.kernel_ops = [_OpInfo(Op(o), Level.KERNEL, clamp=clamp) for o in config.kernel_ops if o != "customized"]
         self.block_ops = [_OpInfo(Op(o), Level.BLOCK, clamp=clamp) for o in config.block_ops]
         self._max_drop = max([1, *(i.arity - 1 for i in self.block_ops)])
         self._ctx = {lv: ShapeContext(lv, config.reduction_dimx) for lv in (Level.KERNEL, Level.BLOCK)}
-        self._shapes: dict[Any, list[Dims] | None] = {}  # (op, level, input dims) → output dims
+        self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
+        self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
         self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
         self._indices: dict[tuple[int, int], list[tuple[int, ...]]] = {}
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
@@ -152,6 +154,7 @@ class Enumerator:
             self._visit(node)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
+        self.out.events.close()
         s = self.out.seconds
         s["enumeration"] = time.perf_counter() - start - s["oracle"] - s["verification"]
         return self.out
@@ -295,7 +298,12 @@ class Enumerator:
             return
         counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0}
         for info in self.block_ops:
-            for idx in self._after(b.last, info, len(b.tensors), counts):
+            tuples = self._after(b.last, info, len(b.tensors), counts)
+            if info.arity > 2:  # n-ary ops (concat_then_matmul): drop mixed-phase tuples before the loop
+                n = len(tuples)
+                tuples = [ix for ix in tuples if len({b.tensors[i].post for i in ix}) == 1]
+                counts["phase"] += n - len(tuples)
+            for idx in tuples:
                 self._block_op(node, b, info, idx, counts)
         self._count(node, counts)
 
@@ -386,20 +394,21 @@ class Enumerator:
         return True
 
     def _shape(self, info: _OpInfo, ins: list[T], level: Level) -> list[Dims] | None:
-        key = (info.op, level, tuple(t.dims for t in ins), tuple(t.dtype for t in ins))
+        key = (info.code, *[t.dims for t in ins])  # codes differ between levels
         got = self._shapes.get(key, _MISSING)
         if got is _MISSING:
             got = None
-            if all(t.dtype == ins[0].dtype for t in ins):
-                with contextlib.suppress(ShapeError):
-                    got = info.shape(self._ctx[level], [t.dims for t in ins], info.attrs)
+            with contextlib.suppress(ShapeError):
+                got = info.shape(self._ctx[level], [t.dims for t in ins], info.attrs)
             self._shapes[key] = got
+        if got is not None and self._mixed_dtypes and any(t.dtype != ins[0].dtype for t in ins):
+            return None
         return got  # type: ignore[return-value]
 
     def _expressions(self, node: str, decision: Decision, info: _OpInfo, ins: list[T],
                      frange: int) -> tuple[Term, ...] | None:
         """The outputs' abstract expressions, or None (and a prune event) when the oracle rejects one."""
-        key = (info.op, tuple(t.expr for t in ins), tuple(t.dims for t in ins), frange)
+        key = (info.code, frange, *[t.expr for t in ins], *[t.dims for t in ins])
         got = self._exprs.get(key)
         if got is None:
             exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins],
@@ -480,7 +489,10 @@ def _phase(accum: bool, ins: list[T]) -> bool | None:
     post = ins[0].post
     if accum:
         return None if any(t.post for t in ins) else True
-    return post if all(t.post is post for t in ins) else None
+    for t in ins:
+        if t.post is not post:
+            return None
+    return post
 
 
 _MISSING = object()

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -56,6 +58,61 @@ def read_events(path: Any) -> Iterator[Event]:
                 yield json.loads(line)
 
 
+class EventLog:
+    """Where a walk's events go: counted at once, kept in memory, or streamed to a JSONL file.
+
+    Oracle verdicts are stored once per distinct expression (``verdicts``: expression → reason and
+    rules); a prune event names only the expression, which keeps large searches' logs small.
+    """
+
+    def __init__(self, path: Path | None = None, flush_every: int = 20_000) -> None:
+        self.path, self.flush_every = path, flush_every
+        self.events: list[Event] = []
+        self.verdicts: dict[str, dict[str, Any]] = {}
+        self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "oracle_rules": Counter(),
+                                                "candidates": Counter()}
+        self.states = 0
+        self._part = None if path is None else path.with_name(path.name + ".part")
+        if self._part is not None:
+            self._part.write_text("")
+
+    def append(self, ev: Event) -> None:
+        kind = ev["e"]
+        if kind == "expand":
+            self.states += 1
+        elif kind == "prune":
+            self.counts["pruned"][ev["why"]] += ev.get("n", 1)
+            if ev["why"] == "oracle":
+                expr = ev["expr"]
+                if expr not in self.verdicts:
+                    self.verdicts[expr] = {"reason": ev.pop("reason"), "rules": ev.pop("rules")}
+                else:
+                    ev.pop("reason", None)
+                    ev.pop("rules", None)
+                self.counts["oracle_rules"].update(self.verdicts[expr]["rules"])
+        elif kind == "candidate":
+            self.counts["candidates"][ev["outcome"]] += 1
+        self.events.append(ev)
+        if self._part is not None and len(self.events) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._part is None or not self.events:
+            return
+        with open(self._part, "a") as f:
+            f.writelines(json.dumps(e, separators=(",", ":")) + "\n" for e in self.events)
+        self.events = []
+
+    def close(self) -> None:
+        """Finish the file (renamed into place only now, so a killed walk leaves no partial log)."""
+        if self._part is not None and self.path is not None:
+            self.flush()
+            os.replace(self._part, self.path)
+
+    def summary(self) -> dict[str, Any]:
+        return {"states": self.states, **{k: dict(v) for k, v in self.counts.items()}}
+
+
 @dataclass
 class SearchReport:
     """Counts per verdict and reason, the stop reason, and where the time went."""
@@ -73,18 +130,12 @@ class SearchReport:
     first_verified_s: float | None = None
     cached: bool = False
 
-    def add_events(self, events: Iterable[Event]) -> None:
-        for e in events:
-            kind = e["e"]
-            if kind == "expand":
-                self.states += 1
-            elif kind == "prune":
-                self.pruned[e["why"]] += e.get("n", 1)
-                for r in e.get("rules", ()):
-                    self.oracle_rules[r] += 1
-            elif kind == "candidate":
-                self.candidates[e["outcome"]] += 1
-                self.verified += e["outcome"] == "verified"
+    def add_summary(self, summary: dict[str, Any]) -> None:
+        """Add one walk's counts (``EventLog.summary``)."""
+        self.states += summary["states"]
+        self.pruned.update(summary["pruned"])
+        self.oracle_rules.update(summary["oracle_rules"])
+        self.candidates.update(summary["candidates"])
 
     def add_seconds(self, seconds: dict[str, float]) -> None:
         for k, v in seconds.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import html
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +37,7 @@ from mirage_lab.ir.io import graph_from_dict, graph_to_dict
 from mirage_lab.runs import DEFAULT_ROOT, RunFolder
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
-from mirage_lab.search.events import Event, SearchReport
+from mirage_lab.search.events import Event, EventLog, SearchReport
 from mirage_lab.verify.verifier import Verifier
 
 BUDGETS = ("time_limit_s", "state_limit", "result_limit")
@@ -120,11 +121,14 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
         if folder is not None:
             folder.save_candidate(candidate_doc(c))
 
+    # with a run folder, events stream to tasks/<i>.events.jsonl instead of piling up in memory
+    log = EventLog(folder.path / "tasks" / f"{index}.events.jsonl" if folder is not None else None)
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
-                        on_candidate=keep, t0=time.perf_counter() - (t0 - started))
+                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
     out = walker.run(prefix, parent)
-    return {"index": index, "events": out.events, "candidates": [candidate_doc(c) for c in out.candidates],
+    return {"index": index, "events": None if folder is not None else log.events, "summary": log.summary(),
+            "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": _budgets(config)}
 
@@ -226,7 +230,13 @@ class _Search:
         if self.folder is None:
             return None
         doc = self.folder.read("result.json")
-        if doc is None or (doc["report"]["stop_reason"] != "complete" and doc["budgets"] != _budgets(self.config)):
+        if doc is None:
+            return None
+        stop = doc["report"]["stop_reason"]
+        # a finished search, or one cut by a deterministic budget that is asked for again; interrupted or
+        # timed-out searches resume instead
+        if not (stop == "complete" or (stop in ("state limit", "result limit")
+                                       and doc["budgets"] == _budgets(self.config))):
             return None
         report = SearchReport.from_dict(doc["report"])
         report.cached = True
@@ -300,23 +310,24 @@ class _Search:
 
     # ---- merging
     def _finish(self, front: Outcome, done: dict[int, dict[str, Any]]) -> SearchResult:
-        events: list[Event] = []
         cands: list[dict[str, Any]] = [candidate_doc(c) for c in front.candidates]
         self.report.add_seconds(front.seconds)
-        self.report.states += front.states
+        self.report.add_summary(front.events.summary())
+        verdicts = dict(front.events.verdicts)
         stop = self.report.stop_reason if self.report.stop_reason != "complete" else front.stop_reason
-        for ev in front.events:
+        merged: list[int] = []
+        for ev in front.events.events:
             if ev["e"] != "task":
-                events.append(ev)
                 continue
             res = done.get(ev["task"])
             if res is None:
                 stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
                 continue
-            events.extend(res["events"])
-            self.report.states += res["states"]
+            merged.append(ev["task"])
+            self.report.add_summary(res["summary"])
             self.report.add_seconds(res["seconds"])
             self.report.tasks_done += 1
+            verdicts.update(res["verdicts"])
             cands.extend(res["candidates"])
             if res["stop_reason"] != "complete" and stop == "complete":
                 stop = res["stop_reason"]
@@ -324,7 +335,6 @@ class _Search:
                 stop = "state limit" if self.config.state_limit and self.report.states >= self.config.state_limit \
                     else "result limit"
                 break
-        self.report.add_events([e for e in events if e["e"] != "expand"])
         self.report.stop_reason = stop
         self.report.seconds["wall"] = time.time() - self.t0
         ranked, costs = _rank(cands, self.config.result_limit)
@@ -335,11 +345,26 @@ class _Search:
             self.folder.ensure("config.json", {k: v for k, v in self.config_doc.items() if k not in BUDGETS})
             for c in ranked:
                 self.folder.save_candidate(candidate_doc(c))
-            self.folder.write_events(events)
+            self.folder.write_events(self._event_stream(front, done, set(merged)))
+            self.folder.write("verdicts.json", verdicts)
             self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
                                               "report": self.report.to_dict(), "budgets": _budgets(self.config)})
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
+
+    def _event_stream(self, front: Outcome, done: dict[int, dict[str, Any]], merged: set[int]) -> Iterator[str]:
+        """The frontier's events with each task's events spliced in at its root, in task order."""
+        assert self.folder is not None
+        for ev in front.events.events:
+            if ev["e"] != "task":
+                yield json.dumps(ev, separators=(",", ":")) + "\n"
+            elif ev["task"] in merged:
+                res = done[ev["task"]]
+                if res["events"] is not None:
+                    yield from (json.dumps(e, separators=(",", ":")) + "\n" for e in res["events"])
+                else:
+                    with open(self.folder.path / "tasks" / f"{ev['task']}.events.jsonl") as f:
+                        yield from f
 
     def _limit_reached(self, states: int, cands: list[dict[str, Any]]) -> bool:
         c = self.config
