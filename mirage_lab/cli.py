@@ -1,9 +1,10 @@
 """The ``mirage-lab`` command.
 
-``mirage-lab demo`` is the main job: for each benchmark program it builds the unfused
-program and the known fused μGraph, checks them against each other with the reference
-interpreter, times both, imports the reference implementation's saved μGraphs and
-checks them against their programs, and writes a report (Markdown, JSON, CSV).
+``mirage-lab demo`` is the main job: a superoptimization end to end — the search discovers
+fused μGraphs for RMSNorm+Linear from the unfused program, verifies and ranks them — then,
+for each benchmark program, the hand-written fused μGraph is checked against the unfused
+program and both are timed, and the reference implementation's saved μGraphs are checked
+against their programs. Everything goes into a report (Markdown, JSON, CSV).
 """
 
 from __future__ import annotations
@@ -83,8 +84,28 @@ def write_report(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
     return report
 
 
+def search_sections(spec: str, time_limit: float, out: Path) -> dict[str, pd.DataFrame]:
+    """Superoptimize one benchmark program from its unfused form (``name:batch``)."""
+    from mirage_lab.search import superoptimize
+
+    name, _, batch = spec.partition(":")
+    if name not in programs.PROGRAMS:
+        raise MirageError(f"unknown program {name!r} for --search; choose one of {sorted(programs.PROGRAMS)}")
+    preset = {"lora": "lora", "gqa": "attention", "mqa": "attention", "mha": "attention"}.get(name, "mlp")
+    res = superoptimize(programs.PROGRAMS[name](int(batch or 1)), preset, time_limit_s=time_limit,
+                        run_dir=out / "runs")
+    print(f"\nsuperoptimize({spec}, {preset!r}): {res}")
+    if res.best is not None:
+        print(f"best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")
+        (out / "best_graph.txt").parent.mkdir(parents=True, exist_ok=True)
+        (out / "best_graph.txt").write_text(str(res.best.graph))
+    report = res.report.to_frame()
+    return {f"Superoptimization of {spec}": res.to_frame(), "Search report": report}
+
+
 def demo(args: argparse.Namespace) -> int:
-    sections = {"Fused vs unfused": pd.DataFrame(fused_rows(args.repeats))}
+    sections = {} if args.no_search else search_sections(args.search, args.search_time, Path(args.out))
+    sections["Fused vs unfused"] = pd.DataFrame(fused_rows(args.repeats))
     ref_dir = find_reference_dir(args.reference_dir)
     if ref_dir is None:
         print("reference μGraphs not found (pass --reference-dir); skipping that section", file=sys.stderr)
@@ -93,19 +114,21 @@ def demo(args: argparse.Namespace) -> int:
     for title, df in sections.items():
         print(f"\n{title}\n{df.to_string(index=False)}")
     print(f"\nreport written to {write_report(Path(args.out), sections)}")
-    print("\nRMSNorm+Linear, fused (bs 8):\n" + str(fused.rmsnorm(8)))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mirage-lab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="check and time the benchmark μGraphs; write a report")
+    p = sub.add_parser("demo", help="superoptimize a benchmark, check and time the others; write a report")
     p.add_argument("--out", default="reports/demo", help="report folder (default: reports/demo)")
     p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
     p.add_argument("--per-file", type=int, default=3, help="graphs checked per checkpoint (0 = all)")
     p.add_argument("--tol", type=float, default=1e-4, help="relative error counted as a match")
     p.add_argument("--repeats", type=int, default=3, help="timing repeats (median reported)")
+    p.add_argument("--search", default="rmsnorm:1", help="program to superoptimize, name[:batch] (default rmsnorm:1)")
+    p.add_argument("--search-time", type=float, default=600.0, help="time limit of that search, seconds")
+    p.add_argument("--no-search", action="store_true", help="skip the superoptimization")
     p.set_defaults(func=demo)
     args = parser.parse_args(argv)
     try:

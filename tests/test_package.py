@@ -26,7 +26,7 @@ def test_widgets_are_importable_as_a_subpackage() -> None:
 
 def test_demo_writes_a_report(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--per-file", "1", "--repeats", "1"]) == 0
+    assert main(["demo", "--out", str(out), "--per-file", "1", "--repeats", "1", "--no-search"]) == 0
     report = (out / "report.md").read_text()
     assert "Fused vs unfused" in report
     rows = json.loads((out / "report.json").read_text())["Fused vs unfused"]

@@ -61,12 +61,14 @@ def read_events(path: Any) -> Iterator[Event]:
 class EventLog:
     """Where a walk's events go: counted at once, kept in memory, or streamed to a JSONL file.
 
-    Oracle verdicts are stored once per distinct expression (``verdicts``: expression → reason and
-    rules); a prune event names only the expression, which keeps large searches' logs small.
+    Without a file, ``keep=False`` only counts (a search without a run folder has nowhere to show
+    its events, and large ones would not fit in memory). Oracle verdicts are stored once per
+    expression (``verdicts``: expression → reason and rules); a prune event names only the
+    expression, which keeps large searches' logs small.
     """
 
-    def __init__(self, path: Path | None = None, flush_every: int = 20_000) -> None:
-        self.path, self.flush_every = path, flush_every
+    def __init__(self, path: Path | None = None, flush_every: int = 20_000, keep: bool = True) -> None:
+        self.path, self.flush_every, self.keep = path, flush_every, keep
         self.events: list[Event] = []
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "oracle_rules": Counter(),
@@ -92,7 +94,8 @@ class EventLog:
                 self.counts["oracle_rules"].update(self.verdicts[expr]["rules"])
         elif kind == "candidate":
             self.counts["candidates"][ev["outcome"]] += 1
-        self.events.append(ev)
+        if self.keep or self._part is not None:
+            self.events.append(ev)
         if self._part is not None and len(self.events) >= self.flush_every:
             self.flush()
 

@@ -122,12 +122,12 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
             folder.save_candidate(candidate_doc(c))
 
     # with a run folder, events stream to tasks/<i>.events.jsonl instead of piling up in memory
-    log = EventLog(folder.path / "tasks" / f"{index}.events.jsonl" if folder is not None else None)
+    log = EventLog(folder.path / "tasks" / f"{index}.events.jsonl" if folder is not None else None, keep=False)
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
                         on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
     out = walker.run(prefix, parent)
-    return {"index": index, "events": None if folder is not None else log.events, "summary": log.summary(),
+    return {"index": index, "events": None, "summary": log.summary(),
             "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": _budgets(config)}
@@ -345,26 +345,22 @@ class _Search:
             self.folder.ensure("config.json", {k: v for k, v in self.config_doc.items() if k not in BUDGETS})
             for c in ranked:
                 self.folder.save_candidate(candidate_doc(c))
-            self.folder.write_events(self._event_stream(front, done, set(merged)))
+            self.folder.write_events(self._event_stream(front, set(merged)))
             self.folder.write("verdicts.json", verdicts)
             self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
                                               "report": self.report.to_dict(), "budgets": _budgets(self.config)})
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
 
-    def _event_stream(self, front: Outcome, done: dict[int, dict[str, Any]], merged: set[int]) -> Iterator[str]:
+    def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[str]:
         """The frontier's events with each task's events spliced in at its root, in task order."""
         assert self.folder is not None
         for ev in front.events.events:
             if ev["e"] != "task":
                 yield json.dumps(ev, separators=(",", ":")) + "\n"
             elif ev["task"] in merged:
-                res = done[ev["task"]]
-                if res["events"] is not None:
-                    yield from (json.dumps(e, separators=(",", ":")) + "\n" for e in res["events"])
-                else:
-                    with open(self.folder.path / "tasks" / f"{ev['task']}.events.jsonl") as f:
-                        yield from f
+                with open(self.folder.path / "tasks" / f"{ev['task']}.events.jsonl") as f:
+                    yield from f
 
     def _limit_reached(self, states: int, cands: list[dict[str, Any]]) -> bool:
         c = self.config

@@ -1,0 +1,130 @@
+"""Search benchmarks (issue 5): discovery time, states, verified graphs, pruning, and process scaling.
+
+For each benchmark program of SPEC §9, searched from its *unfused* program under its preset:
+states explored, complete graphs checked, verified μGraphs, time to the first verified graph and to
+the first *single-kernel* one (one customized op doing the fused work), total time and stop reason —
+once per process count in ``--processes``.
+
+``--pruning`` also measures what the abstract-expression oracle saves: for an evenly spaced sample of
+block-graph roots (tasks), the subtree is explored with pruning (to completion) and without it (up to
+``--unpruned-cap`` states per root); the ratio of explored states is a lower bound whenever the
+unpruned walk hit its cap. ``--block-ops`` sets the block-op cap for that comparison (the paper's
+claim is at 11).
+
+    .venv/bin/python benchmarks/search.py [--programs rmsnorm:1,gated_mlp] [--processes 1,2]
+        [--time-limit 600] [--pruning] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+from interpret import hardware  # benchmarks/interpret.py, beside this script
+
+from mirage_lab.bench import programs
+from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.search import preset, superoptimize
+from mirage_lab.search.enumerate import Enumerator
+from mirage_lab.search.runner import _context, run_task
+
+PRESET = {"rmsnorm": "mlp", "gated_mlp": "mlp", "lora": "lora", "ntrans": "default", "gqa": "attention",
+          "mqa": "attention", "mha": "attention", "qknorm_gqa": "attention", "moe": "default"}
+DEFAULT = "rmsnorm:1,rmsnorm:8,gated_mlp:1,lora:1,ntrans:1,ntrans:8,gqa:1,mqa:1,mha:1"
+
+
+def search_row(name: str, batch: int, processes: int, time_limit: float) -> dict[str, Any]:
+    program = programs.PROGRAMS[name](batch)
+    executor = "serial" if processes == 1 else _pool(processes)
+    t0 = time.time()
+    res = superoptimize(program, PRESET[name], executor=executor, run_dir=False, progress=False,
+                        time_limit_s=time_limit)
+    wall = time.time() - t0
+    single = [c.found_s for c in res.candidates if len(c.graph.compute_nodes) == 1 and c.graph.block_graphs]
+    r = res.report
+    return {"program": name, "batch": batch, "preset": PRESET[name], "processes": processes,
+            "states": r.states, "tasks": f"{r.tasks_done}/{r.tasks_total}",
+            "checked": sum(r.candidates.values()), "verified": r.verified,
+            "first_verified_s": r.first_verified_s, "first_single_kernel_s": min(single) if single else None,
+            "total_s": round(wall, 1), "stop": r.stop_reason,
+            "oracle_s": round(r.seconds["oracle"], 1), "verification_s": round(r.seconds["verification"], 1),
+            "best_kernels": len(res.best.graph.compute_nodes) if res.best else None,
+            "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None}
+
+
+def _pool(n: int) -> Any:
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    return cf.ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"))
+
+
+def pruning_row(name: str, batch: int, block_ops: int, sample: int, cap: int) -> dict[str, Any]:
+    """Explored states with and without the oracle, over an evenly spaced sample of block-graph roots."""
+    program = programs.PROGRAMS[name](batch)
+    out: dict[str, Any] = {"program": name, "batch": batch, "max_block_ops": block_ops, "roots": 0}
+    on_states = off_states = capped = 0
+    t_on = t_off = 0.0
+    for pruning in (True, False):
+        cfg = preset(PRESET[name], max_block_ops=block_ops, pruning=pruning,
+                     state_limit=None if pruning else cap)
+        pdoc, cdoc = graph_to_dict(program), cfg.to_dict()
+        prog, config, oracle, verifier = _context(pdoc, cdoc)
+        front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
+        picks = list(range(0, len(front.tasks), max(1, len(front.tasks) // sample)))[:sample]
+        out["roots"], out["tasks"] = len(picks), len(front.tasks)
+        for i in picks:
+            parent, prefix = front.tasks[i]
+            t = time.time()
+            r = run_task(pdoc, cdoc, i, parent, prefix, None, None, time.time())
+            if pruning:
+                on_states += r["states"]
+                t_on += time.time() - t
+            else:
+                off_states += r["states"]
+                capped += r["stop_reason"] == "state limit"
+                t_off += time.time() - t
+    out.update({"states_pruned": on_states, "states_unpruned": off_states, "unpruned_capped_roots": capped,
+                "ratio": round(off_states / max(1, on_states), 1), "ratio_is_lower_bound": capped > 0,
+                "seconds_pruned": round(t_on, 1), "seconds_unpruned": round(t_off, 1)})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", default=DEFAULT, help="comma-separated name[:batch]")
+    ap.add_argument("--processes", default="2", help="comma-separated process counts (1 = serial)")
+    ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per search")
+    ap.add_argument("--pruning", action="store_true", help="also measure pruning on vs off")
+    ap.add_argument("--block-ops", type=int, default=11, help="block-op cap for the pruning comparison")
+    ap.add_argument("--sample", type=int, default=12, help="block-graph roots sampled for the pruning comparison")
+    ap.add_argument("--unpruned-cap", type=int, default=50_000, help="states per root without pruning")
+    ap.add_argument("--no-search", action="store_true", help="only the pruning comparison")
+    ap.add_argument("--json", help="also write the rows and a hardware block to this JSON file")
+    args = ap.parse_args()
+    cases = [(p.split(":")[0], int(p.split(":")[1]) if ":" in p else 1) for p in args.programs.split(",")]
+    rows, prune_rows = [], []
+    for name, batch in cases:
+        for n in ([] if args.no_search else [int(x) for x in args.processes.split(",")]):
+            rows.append(search_row(name, batch, n, args.time_limit))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        if args.pruning and name in ("rmsnorm", "gated_mlp", "ntrans"):
+            prune_rows.append(pruning_row(name, batch, args.block_ops, args.sample, args.unpruned_cap))
+            print(json.dumps(prune_rows[-1]), file=sys.stderr, flush=True)
+    if rows:
+        print(pd.DataFrame(rows).to_markdown(index=False))
+    if prune_rows:
+        print(pd.DataFrame(prune_rows).to_markdown(index=False))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"hardware": hardware(), "search": rows, "pruning": prune_rows, "command": " ".join(sys.argv)},
+                      f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
