@@ -69,18 +69,19 @@ def pruning_row(name: str, batch: int, block_ops: int, sample: int, cap: int) ->
     out: dict[str, Any] = {"program": name, "batch": batch, "max_block_ops": block_ops, "roots": 0}
     on_states = off_states = capped = 0
     t_on = t_off = 0.0
-    for pruning in (True, False):
-        cfg = preset(PRESET[name], max_block_ops=block_ops, pruning=pruning,
-                     state_limit=None if pruning else cap)
-        pdoc, cdoc = graph_to_dict(program), cfg.to_dict()
-        prog, config, oracle, verifier = _context(pdoc, cdoc)
-        front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
-        picks = list(range(0, len(front.tasks), max(1, len(front.tasks) // sample)))[:sample]
-        out["roots"], out["tasks"] = len(picks), len(front.tasks)
-        for i in picks:
-            parent, prefix = front.tasks[i]
+    pdoc = graph_to_dict(program)
+    docs = {p: preset(PRESET[name], max_block_ops=block_ops, pruning=p, state_limit=None if p else cap).to_dict()
+            for p in (True, False)}
+    # the same roots for both: sampled from the pruned frontier (each root is valid without pruning too)
+    prog, config, oracle, verifier = _context(pdoc, docs[True])
+    front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
+    picks = list(range(0, len(front.tasks), max(1, len(front.tasks) // sample)))[:sample]
+    out["roots"], out["tasks"] = len(picks), len(front.tasks)
+    for i in picks:
+        parent, prefix = front.tasks[i]
+        for pruning in (True, False):
             t = time.time()
-            r = run_task(pdoc, cdoc, i, parent, prefix, None, None, time.time())
+            r = run_task(pdoc, docs[pruning], i, parent, prefix, None, None, time.time())
             if pruning:
                 on_states += r["states"]
                 t_on += time.time() - t

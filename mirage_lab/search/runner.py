@@ -16,6 +16,7 @@ them and resumes with the unfinished tasks.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import html
 import json
 import os
@@ -171,11 +172,28 @@ def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
     if executor in (None, "process"):
         import multiprocessing as mp
 
-        return cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=mp.get_context("spawn")), True
+        pool = cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=mp.get_context("spawn"))
+        with _single_threaded_blas():  # spawn starts every worker now, and they inherit this environment
+            pool.submit(int).result()
+        return pool, True
     if executor == "serial":
         return SerialExecutor(), True
     raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
                      f"client.get_executor()), got {executor!r}")
+
+
+@contextlib.contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """One BLAS thread per worker: with one worker per core, threaded GEMMs only fight each other."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    saved = {n: os.environ.get(n) for n in names}
+    os.environ.update({n: "1" for n in names if saved[n] is None})
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
 
 
 # --------------------------------------------------------------------------- the driver
