@@ -74,7 +74,7 @@ def write_report(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# mirage-lab demo report", "", f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}.", ""]
     for title, df in sections.items():
-        slug = title.lower().replace(" ", "_")
+        slug = "".join(c if c.isalnum() else "_" for c in title.lower())
         df.to_csv(out / f"{slug}.csv", index=False)
         lines += [f"## {title}", "", df.to_markdown(index=False), ""]
     (out / "report.json").write_text(json.dumps({k: v.to_dict("records") for k, v in sections.items()},
