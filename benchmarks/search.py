@@ -13,6 +13,9 @@ claim is at 11).
 
     .venv/bin/python benchmarks/search.py [--programs rmsnorm:1,gated_mlp] [--processes 1,2]
         [--time-limit 600] [--pruning] [--json out.json]
+
+``--root`` explores a single block-graph root, e.g. the one holding the reference's GQA kernel 1:
+``--programs gqa:1 --root '["c", [0, 1, 2], [2, 16, 4], [[0, -1, 1], [0, 2, -1], [0, 1, -1]], [-1, 2, 1], 4]'``
 """
 
 from __future__ import annotations
@@ -95,6 +98,25 @@ def pruning_row(name: str, batch: int, block_ops: int, sample: int, cap: int) ->
     return out
 
 
+def root_row(name: str, batch: int, root: str, time_limit: float) -> dict[str, Any]:
+    """Explore the one block-graph root whose customized decision is ``root`` (JSON), on one core."""
+    program = programs.PROGRAMS[name](batch)
+    pdoc, cdoc = graph_to_dict(program), preset(PRESET[name]).to_dict()
+    prog, config, oracle, verifier = _context(pdoc, cdoc)
+    front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
+    want = json.loads(root)
+    index = next(i for i, (_, prefix) in enumerate(front.tasks) if prefix[-1] == want)
+    t = time.time()
+    r = run_task(pdoc, cdoc, index, *front.tasks[index], None, time.time() + time_limit, time.time())
+    if r["candidates"]:
+        from mirage_lab.ir.io import graph_from_dict
+
+        print(graph_from_dict(r["candidates"][0]["graph"]), file=sys.stderr)
+    return {"program": name, "batch": batch, "root": root, "task": index, "tasks": len(front.tasks),
+            "states": r["states"], "stop": r["stop_reason"], "verified": len(r["candidates"]),
+            "seconds": round(time.time() - t, 1)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", default=DEFAULT, help="comma-separated name[:batch]")
@@ -105,10 +127,16 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=12, help="block-graph roots sampled for the pruning comparison")
     ap.add_argument("--unpruned-cap", type=int, default=50_000, help="states per root without pruning")
     ap.add_argument("--no-search", action="store_true", help="only the pruning comparison")
+    ap.add_argument("--root", help="only explore this customized-op root (the decision as JSON) of the first "
+                    "program, e.g. GQA's reference kernel 1")
     ap.add_argument("--json", help="also write the rows and a hardware block to this JSON file")
     args = ap.parse_args()
     cases = [(p.split(":")[0], int(p.split(":")[1]) if ":" in p else 1) for p in args.programs.split(",")]
     rows, prune_rows = [], []
+    if args.root:
+        row = root_row(*cases[0], args.root, args.time_limit)
+        print(json.dumps(row))
+        return 0
     for name, batch in cases:
         for n in ([] if args.no_search else [int(x) for x in args.processes.split(",")]):
             rows.append(search_row(name, batch, n, args.time_limit))
