@@ -63,6 +63,7 @@ class SearchConfig:
     customized_inputs: str = "reference"  # "reference" (§7.3 heuristic) or "subsets" (all input subsets)
     order: str = "reference"  # canonical ordering (§7.4): "reference", "off" or "semantic"
     randomized_branches: bool = False
+    dedupe_kernel_states: bool = False  # skip kernel states equal to an earlier one after a block graph closes
     smem_budget: int = 96 * 1024
     # ---- pruning and verification
     pruning: bool = True

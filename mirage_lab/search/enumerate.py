@@ -357,10 +357,25 @@ class Enumerator:
             self.block = None
             undo = self._push_kernel(b.inputs, b.key, outs)
             self.n_custom += 1
-            self._child(node, decision)
+            if self._fresh_kernel_state(node, decision):
+                self._child(node, decision)
             self.n_custom -= 1
             self._pop_kernel(undo)
             self.block = b
+
+    def _fresh_kernel_state(self, node: str, decision: Decision) -> bool:
+        """``dedupe_kernel_states``: after a block graph closes, a kernel state whose tensors (expression normal
+        form, dims, dtype, use count) and canonical key equal an earlier one's has the same future below it, so
+        its subtree is skipped — it would only repeat the same later kernels after an equivalent variant."""
+        if not self.cfg.dedupe_kernel_states:
+            return True
+        sig = ("k", self.k_last, self.n_custom,
+               tuple((self._nf_key(t.expr), t.dims, t.dtype.value, t.uses) for t in self.kt))
+        if sig in self.seen_states:
+            self._prune(node, "duplicate", decision)
+            return False
+        self.seen_states.add(sig)
+        return True
 
     # ------------------------------------------------------------------ checks
     def _order_ok(self, last: Key | None, key: Key) -> bool:

@@ -153,3 +153,10 @@ def test_pruning_shrinks_the_space(reference_run: ml.search.SearchResult) -> Non
     unpruned = search(pruning=False, state_limit=20 * reference_run.report.states)
     assert unpruned.report.states > 5 * reference_run.report.states
     assert "oracle" not in unpruned.report.pruned
+
+
+def test_kernel_state_dedupe_keeps_a_subset(reference_run: ml.search.SearchResult) -> None:
+    deduped = search(dedupe_kernel_states=True)
+    found = {c.hash for c in deduped.candidates}
+    assert found and found <= {c.hash for c in reference_run.candidates}
+    assert deduped.report.states <= reference_run.report.states
