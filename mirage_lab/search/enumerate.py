@@ -100,7 +100,10 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=lambda: {"oracle": 0.0, "verification": 0.0,
                                                                 "enumeration": 0.0})
     stop_reason: str = "complete"
-    states: int = 0
+
+    @property
+    def states(self) -> int:
+        return self.events.states
 
 
 class Enumerator:
@@ -168,7 +171,6 @@ class Enumerator:
     def _expand(self, parent: str | None, decision: Decision | None) -> str:
         node = f"{self.ids}{self._counter}"
         self._counter += 1
-        self.out.states += 1
         self.out.events.append({"e": "expand", "id": node, "parent": parent, "d": decision,
                                 "level": "block" if self.block is not None or (decision or [""])[0] == "c"
                                 else "kernel"})

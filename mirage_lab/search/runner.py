@@ -230,6 +230,7 @@ class _Search:
             self.folder = RunFolder.for_search(run_dir, program.canonical_hash(), folder_hash)
         self.report = SearchReport()
         self.t0 = time.time()
+        self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
 
     def run(self) -> SearchResult:
         cached = self._cached()
@@ -314,15 +315,16 @@ class _Search:
         return done
 
     def _budget_spent(self, done: dict[int, dict[str, Any]], total: int) -> bool:
-        """Stop early when the tasks finished *in order* already exhaust a state or result budget."""
-        states, found = 0, 0
-        for i in range(total):
-            if i not in done:
-                return False
-            states += done[i]["states"]
-            found += len(done[i]["candidates"])
-            if (self.config.state_limit and states >= self.config.state_limit) or (
-                    self.config.result_limit and found >= self.config.result_limit):
+        """Stop early when the tasks finished *in order* already exhaust a state or result budget.
+
+        The finished prefix only grows, so it is summed incrementally (this runs after every task).
+        """
+        while self._prefix < total and self._prefix in done:
+            res = done[self._prefix]
+            self._prefix_states += res["states"]
+            self._prefix_found += len(res["candidates"])
+            self._prefix += 1
+            if self._limit_reached(self._prefix_states, self._prefix_found):
                 return True
         return False
 
@@ -349,7 +351,7 @@ class _Search:
             cands.extend(res["candidates"])
             if res["stop_reason"] != "complete" and stop == "complete":
                 stop = res["stop_reason"]
-            if self._limit_reached(self.report.states, cands):
+            if self._limit_reached(self.report.states, len(cands)):
                 stop = "state limit" if self.config.state_limit and self.report.states >= self.config.state_limit \
                     else "result limit"
                 break
@@ -380,9 +382,9 @@ class _Search:
                 with open(self.folder.path / "tasks" / f"{ev['task']}.events.jsonl") as f:
                     yield from f
 
-    def _limit_reached(self, states: int, cands: list[dict[str, Any]]) -> bool:
+    def _limit_reached(self, states: int, found: int) -> bool:
         c = self.config
-        return bool((c.state_limit and states >= c.state_limit) or (c.result_limit and len(cands) >= c.result_limit))
+        return bool((c.state_limit and states >= c.state_limit) or (c.result_limit and found >= c.result_limit))
 
 
 def _rank(docs: list[dict[str, Any]], limit: int | None) -> tuple[list[Candidate], dict[str, float]]:
