@@ -405,10 +405,35 @@ def _match_inside(big: Poly, small: Poly, memo: dict[tuple[Poly, Poly], Match | 
                     rule = _INSIDE_RULE.get(a.head, "sub_unary")
                     return _nest(got, step, rule)
         if m.has_den:
-            got = find(Poly.of((Mono.of(m.dden, m.den),)), small, memo)
-            if got is not None:
-                return _nest(got, "denominator", "sub_div_den")
+            for den in _denominator_forms(m):
+                got = find(den, small, memo)
+                if got is not None:
+                    return _nest(got, "denominator", "sub_div_den")
     return None
+
+
+_EXPAND_LIMIT = 256  # monomials; a denominator expanding past this is only searched factored
+
+
+def _denominator_forms(m: Mono) -> Iterator[Poly]:
+    """m's denominator factored (sums kept as ``den`` atoms), then multiplied out (``distrib``).
+
+    A query that is itself a product of sums, e.g. ``mul(add(a, b), add(a, b))``, normalises
+    expanded, so it can only meet a factored denominator ``(a+b)·(a+b)`` once that is expanded.
+    """
+    factored = Poly.of((Mono.of(m.dden, m.den),))
+    yield factored
+    sums = [a for a in m.den if a.head == "den"]
+    if not sums:
+        return
+    rest = _minus(m.den, tuple(sums)) or ()
+    monos: tuple[Mono, ...] = (Mono.of(m.dden, rest),)
+    for a in sums:
+        monos = tuple(x * y for x in monos for y in a.polys[0].monos)
+        if len(monos) > _EXPAND_LIMIT:
+            return
+    if len(sums) > 1 or rest or m.dden > 1:
+        yield Poly.of(monos)
 
 
 def _nest(m: Match, step: str, rule: str) -> Match:

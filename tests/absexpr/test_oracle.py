@@ -13,6 +13,7 @@ from mirage_lab.errors import InputError
 
 RMSNORM = "sum(4096, mul(div(v0, rms(4096, v0)), v1))"
 ATTENTION = "div(sum(512, mul(exp(sum(64, mul(v0, v1))), v2)), sum(512, exp(sum(64, mul(v0, v1)))))"
+SQUARED_SUM = "div(v0, mul(add(v0, v0), add(v0, v1)))"
 LORA = "add(sum(4096, mul(v0, v1)), sum(16, mul(sum(4096, mul(v0, v2)), v3)))"
 
 CASES = [  # target, expression, expected, words the explanation must contain
@@ -40,6 +41,10 @@ CASES = [  # target, expression, expected, words the explanation must contain
     (LORA, "add(sum(64, mul(v0, v1)), sum(16, mul(sum(32, mul(v0, v2)), v3)))", False, "common factor"),
     (LORA, "sum(4096, mul(v0, v3))", True, "times v2"),  # index-free: X·B sits in the monomial X·A·B
     (LORA, "sum(4096, mul(v1, v2))", False, "combines v1 · v2"),
+    # a denominator that is a product of sums meets a query that the normal form multiplies out
+    (SQUARED_SUM, "mul(add(v0, v0), add(v0, v1))", True, "denominator"),
+    (SQUARED_SUM, "mul(v0, add(v0, v1))", True, "denominator"),
+    (SQUARED_SUM, "mul(v1, v1)", False, "combines v1 · v1"),
 ]
 
 
