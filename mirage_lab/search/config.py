@@ -64,6 +64,7 @@ class SearchConfig:
     order: str = "reference"  # canonical ordering (§7.4): "reference", "off" or "semantic"
     randomized_branches: bool = False
     dedupe_kernel_states: bool = False  # skip kernel states equal to an earlier one after a block graph closes
+    final_kernel_checks: bool = True  # the last kernel op the cap allows must save the program's outputs
     smem_budget: int = 96 * 1024
     # ---- pruning and verification
     pruning: bool = True
@@ -177,7 +178,7 @@ def _presets() -> dict[str, SearchConfig]:
     ours = {
         "default": SearchConfig(),
         "mlp": SearchConfig(preset="mlp"),
-        "attention": SearchConfig(preset="attention", attention=True, max_customized=2,
+        "attention": SearchConfig(preset="attention", attention=True, max_customized=2, dedupe_kernel_states=True,
                                   block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
         "lora": SearchConfig(preset="lora", lora=True, block_ops=(*BLOCK_OPS, "concat_then_matmul"),
                              max_block_inputs=4),
@@ -185,7 +186,8 @@ def _presets() -> dict[str, SearchConfig]:
     out = dict(ours)
     for name, c in ours.items():
         ref = "reference" if name == "default" else f"reference_{name}"
-        out[ref] = dataclasses.replace(c, preset=ref, expression_precheck=False)
+        out[ref] = dataclasses.replace(c, preset=ref, expression_precheck=False, final_kernel_checks=False,
+                                       dedupe_kernel_states=False)
     return out
 
 

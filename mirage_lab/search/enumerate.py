@@ -36,6 +36,7 @@ from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.events import Decision, Event, EventLog
+from mirage_lab.search.goal import foreign_function, function_heads
 from mirage_lab.search.replay import build_candidate
 from mirage_lab.verify.verifier import Verifier
 
@@ -76,6 +77,10 @@ class Block:
     last: Key | None = None
     n_ops: int = 0
     serial: int = 0  # which opening this is, within one walk (semantic deduplication)
+    # the last kernel op the cap allows (``final_kernel_checks``): how many tensors it must save, and the
+    # normal forms of the kernel tensors that stay dangling beside them (all must be the program's outputs)
+    need: int | None = None
+    left: tuple[int, ...] = ()
 
 
 @dataclass
@@ -120,7 +125,13 @@ class Enumerator:
         clamp = config.clamp_bounds
         self.kernel_ops = [_OpInfo(Op(o), Level.KERNEL, clamp=clamp) for o in config.kernel_ops if o != "customized"]
         self.block_ops = [_OpInfo(Op(o), Level.BLOCK, clamp=clamp) for o in config.block_ops]
+        self.dropped: list[tuple[str, str, str]] = []  # (level, op, the function no target applies)
+        if config.pruning:
+            heads = function_heads(oracle.targets)
+            self.kernel_ops = self._useful(self.kernel_ops, "kernel", heads)
+            self.block_ops = self._useful(self.block_ops, "block", heads)
         self._max_drop = max([1, *(i.arity - 1 for i in self.block_ops)])
+        self._max_merge = max([0, *(i.arity - 1 for i in self.block_ops if not i.accum)])
         self._ctx = {lv: ShapeContext(lv, config.reduction_dimx) for lv in (Level.KERNEL, Level.BLOCK)}
         self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
         self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
@@ -141,6 +152,16 @@ class Enumerator:
         self.block: Block | None = None
         self.path: list[Decision] = []
 
+    def _useful(self, ops: list[_OpInfo], level: str, heads: frozenset[str]) -> list[_OpInfo]:
+        keep = []
+        for info in ops:
+            head = foreign_function(info.op, info.attrs, info.arity, heads, self.cfg.reduction_dimx)
+            if head is None:
+                keep.append(info)
+            else:
+                self.dropped.append((level, info.name, head))
+        return keep
+
     # ------------------------------------------------------------------ driving
     def run(self, prefix: Sequence[Decision] = (), parent: str | None = None, frontier: bool = False) -> Outcome:
         """Explore the subtree below ``prefix``; in ``frontier`` mode stop at customized-op roots."""
@@ -154,6 +175,9 @@ class Enumerator:
                 self._apply(prefix[-1])
             else:
                 node = self._expand(None, None)
+                for level, op, head in self.dropped:
+                    self._prune(node, "oracle", op=op, level=level, expr=f"{head}(·)", rules=[],
+                                reason=f"every {op} applies {head}, which no target applies")
             self._visit(node)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
@@ -244,6 +268,12 @@ class Enumerator:
         if not self._open_block(decision, key):
             self._prune(node, "smem", decision)
             return
+        assert self.block is not None
+        if self.block.need is not None and self.block.need < 1:
+            self.block = None
+            self._prune(node, "goal", decision, reason="the last kernel op the cap allows would leave more "
+                        "earlier tensors unused than the program has outputs")
+            return
         if self.frontier:
             self.block = None
             self.out.tasks.append((node, [*self.path, decision]))
@@ -266,6 +296,10 @@ class Enumerator:
         self._blocks_opened += 1
         self.block = Block(tuple(idx), tuple(grid), frange, tensors, smem, key, n_ops=len(tensors),
                            serial=self._blocks_opened)
+        if self.cfg.final_kernel_checks and self.k_ops + 1 >= self.cfg.max_kernel_ops:
+            left = [i for i, t in enumerate(self.kt) if t.uses == 0 and not t.source and i not in idx]
+            self.block.need = len(self.out_types) - len(left)
+            self.block.left = tuple(self._nf_key(self.kt[i].expr) for i in left)
         return True
 
     def _push_kernel(self, idx: Sequence[int], key: Key, outs: list[T]) -> tuple[Any, ...]:
@@ -291,7 +325,8 @@ class Enumerator:
         assert b is not None
         dangling = [i for i, t in enumerate(b.tensors) if t.uses == 0]
         if (dangling and len(dangling) <= self.cfg.max_block_outputs
-                and all(b.tensors[i].post and not b.tensors[i].source for i in dangling)):
+                and all(b.tensors[i].post and not b.tensors[i].source for i in dangling)
+                and self._may_finish(node, b, dangling)):
             self._close(node, b, dangling)
         if b.n_ops >= self.cfg.max_block_ops:
             return
@@ -312,9 +347,32 @@ class Enumerator:
     def _cannot_close(self, b: Block) -> bool:
         """Each op lowers the number of dangling loop-phase tensors by at most ``arity − 1`` (or 1, for an
         accumulator), and a block graph closes only when none is left: a state needing more ops than the cap
-        leaves can never close, so none of its descendants can either."""
+        leaves can never close, so none of its descendants can either. In the last kernel op, likewise, the
+        dangling tensors of any phase must come down to the ``need`` outputs, and only a non-accumulator
+        op merges tensors."""
+        ops_left = self.cfg.max_block_ops - b.n_ops
         loop = sum(1 for t in b.tensors if t.uses == 0 and not t.post)
-        return loop > (self.cfg.max_block_ops - b.n_ops) * self._max_drop
+        if loop > ops_left * self._max_drop:
+            return True
+        if b.need is None:
+            return False
+        dangling = sum(1 for t in b.tensors if t.uses == 0)
+        return dangling - b.need > ops_left * self._max_merge
+
+    def _may_finish(self, node: str, b: Block, dangling: list[int]) -> bool:
+        """In the last kernel op, a block graph saves exactly what the program still needs."""
+        if b.need is None:
+            return True
+        if len(dangling) != b.need:
+            return False
+        if not self.cfg.expression_precheck:
+            return True
+        got = sorted([*b.left, *(self._nf_key(b.tensors[i].expr) for i in dangling)])
+        if got == self.targets:
+            return True
+        self._prune(node, "goal", reason="the last kernel op the cap allows would save expressions that are "
+                    "not the program's outputs")
+        return False
 
     def _block_op(self, node: str, b: Block, info: _OpInfo, idx: tuple[int, ...], counts: dict[str, int]) -> None:
         ins = [b.tensors[i] for i in idx]
@@ -433,13 +491,15 @@ class Enumerator:
             bad = None
             if self.cfg.pruning:
                 t = time.perf_counter()
-                bad = next((v for v in map(self.oracle.check, exprs) if not v.keep), None)
+                v = next((v for v in map(self.oracle.check, exprs) if not v.keep), None)
+                if v is not None:
+                    bad = (str(v.expr), v.reason, list(v.rules))
                 self.out.seconds["oracle"] += time.perf_counter() - t
             got = self._exprs[key] = (exprs, bad)
         exprs, bad = got
         if bad is None:
             return exprs
-        self._prune(node, "oracle", decision, expr=str(bad.expr), reason=bad.reason, rules=list(bad.rules))
+        self.out.events.pruned_by_oracle(node, decision, *bad)
         return None
 
     def _nf_of(self, e: Term) -> Any:

@@ -4,7 +4,8 @@ Every state the search enters is an ``expand`` event holding the one *decision* 
 to it from its parent, so any node can be rebuilt by replaying the decisions on its path
 (``path_to``, then ``replay``). Children that die are ``prune`` events with a reason —
 ``oracle`` (with the verdict's reason and rules), ``order``, ``shape``, ``phase``, ``smem``,
-``cap`` or ``duplicate`` — and complete graphs are ``candidate`` events whose outcome is
+``cap``, ``goal`` (the last kernel op the cap allows cannot produce the program's outputs) or
+``duplicate`` — and complete graphs are ``candidate`` events whose outcome is
 ``precheck`` (their outputs' expressions differ from the targets'), ``rejected`` or
 ``verified``. Events are plain dicts with short keys so that ``events.jsonl`` stays small.
 
@@ -32,7 +33,7 @@ import pandas as pd
 Event = dict[str, Any]
 Decision = list[Any]
 
-PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "cap", "duplicate")
+PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "cap", "goal", "duplicate")
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
 
 
@@ -71,9 +72,10 @@ class EventLog:
         self.path, self.flush_every, self.keep = path, flush_every, keep
         self.events: list[Event] = []
         self.verdicts: dict[str, dict[str, Any]] = {}
-        self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "oracle_rules": Counter(),
-                                                "candidates": Counter()}
+        self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "candidates": Counter()}
+        self.oracle_exprs: Counter[str] = Counter()  # oracle prunes per expression; rules tallied in summary()
         self.states = 0
+        self.recording = keep or path is not None
         self._part = None if path is None else path.with_name(path.name + ".part")
         if self._part is not None:
             self._part.write_text("")
@@ -85,19 +87,27 @@ class EventLog:
         elif kind == "prune":
             self.counts["pruned"][ev["why"]] += ev.get("n", 1)
             if ev["why"] == "oracle":
-                expr = ev["expr"]
-                if expr not in self.verdicts:
-                    self.verdicts[expr] = {"reason": ev.pop("reason"), "rules": ev.pop("rules")}
-                else:
-                    ev.pop("reason", None)
-                    ev.pop("rules", None)
-                self.counts["oracle_rules"].update(self.verdicts[expr]["rules"])
+                self._verdict(ev["expr"], ev.pop("reason", None), ev.pop("rules", None))
         elif kind == "candidate":
             self.counts["candidates"][ev["outcome"]] += 1
-        if self.keep or self._part is not None:
+        if self.recording:
             self.events.append(ev)
         if self._part is not None and len(self.events) >= self.flush_every:
             self.flush()
+
+    def pruned_by_oracle(self, parent: str, decision: Decision, expr: str, reason: str, rules: list[str]) -> None:
+        """An oracle prune: the hot path of large searches, so nothing is built when nothing is recorded."""
+        if self.recording:
+            self.append({"e": "prune", "parent": parent, "why": "oracle", "d": decision, "expr": expr,
+                         "reason": reason, "rules": rules})
+        else:
+            self.counts["pruned"]["oracle"] += 1
+            self._verdict(expr, reason, rules)
+
+    def _verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
+        self.oracle_exprs[expr] += 1
+        if expr not in self.verdicts:
+            self.verdicts[expr] = {"reason": reason, "rules": rules}
 
     def flush(self) -> None:
         if self._part is None or not self.events:
@@ -113,7 +123,11 @@ class EventLog:
             os.replace(self._part, self.path)
 
     def summary(self) -> dict[str, Any]:
-        return {"states": self.states, **{k: dict(v) for k, v in self.counts.items()}}
+        rules: Counter[str] = Counter()
+        for expr, n in self.oracle_exprs.items():
+            for r in self.verdicts[expr]["rules"] or ():
+                rules[r] += n
+        return {"states": self.states, "oracle_rules": dict(rules), **{k: dict(v) for k, v in self.counts.items()}}
 
 
 @dataclass

@@ -104,7 +104,8 @@ def _context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[K
         if len(_CONTEXTS) > 4:
             _CONTEXTS.clear()
         oracle = Oracle.for_program(program, engine=config.oracle_engine)
-        _CONTEXTS[key] = (program, config, oracle, Verifier(program, trials=config.trials, seed=config.seed))
+        verifier = Verifier(program, trials=config.trials, seed=config.seed, float_first=True)
+        _CONTEXTS[key] = (program, config, oracle, verifier)
     return _CONTEXTS[key]
 
 

@@ -48,11 +48,16 @@ def _first_mismatch(c: FieldValue, r: FieldValue) -> tuple[int, ...] | None:
 
 
 class Verifier:
-    """Checks candidates against one reference program (SPEC §6.5)."""
+    """Checks candidates against one reference program (SPEC §6.5).
+
+    ``float_first=True`` (what the search uses) runs the float64 check before the field trials, so the
+    many wrong candidates a search meets are rejected at a fraction of a field trial's cost; the
+    verdicts are the same, only rejected candidates' evidence is then the float witness.
+    """
 
     def __init__(self, reference: Any, *, trials: int = 3, seed: int = 0, field: FieldSpec = DEFAULT_FIELD,
                  backend: str | None = None, float_check: FloatCheckMode = "auto",
-                 parity: Parity | None = None) -> None:
+                 parity: Parity | None = None, float_first: bool = False) -> None:
         self.reference = as_graph(reference)
         if parity is not None:  # the reference's exact procedure: one deterministic test over (167, 83)
             field, trials, float_check = REFERENCE_FIELD, 1, False
@@ -61,8 +66,9 @@ class Verifier:
         self.trials, self.seed, self.field, self.parity = trials, seed, field, parity
         self.ns = FieldArith(field, backend)
         self.backend = backend
-        self.float_check = float_check
+        self.float_check, self.float_first = float_check, float_first
         self._program: dict[int, tuple[list[FieldValue], list[FieldValue]]] = {}
+        self._float_program: dict[int, list[Any]] = {}  # the reference's float64 outputs per input range
         self._program_seconds = 0.0
         self.ref_degree = degree(self.reference)
         self.ref_heuristic = heuristic_ops(self.reference)
@@ -113,21 +119,33 @@ class Verifier:
         trials: list[TrialEvidence] = []
         candidates = self._type_matchings(cand)
         reason = "every trial matched"
+        # ``float_first``: the float64 check (when it runs at all) goes first. It costs a fraction of one
+        # field trial, and a candidate it rejects is rejected whatever the field says, so only the reason,
+        # the evidence and the time change: what a search wants, not someone reading the field witness.
+        needed = bool(heur) or bool(unsupported)
+        floats = self._float_run(cand, needed) if candidates and self.float_first else None
+        checks = {perm: self._float_verdict(floats, perm) for perm in candidates} if floats else {}
+        float_ok = [perm for perm in candidates if not checks or checks[perm].passed is not False]
         if not candidates:
             reason = "no assignment of candidate outputs to reference outputs has equal dims and dtypes"
+        elif not float_ok:
+            reason = f"the float64 check failed before any field trial ({checks[candidates[0]].reason})"
         elif unsupported:
             reason = f"no field rule for {', '.join(sorted(unsupported))}: decided by the float64 check alone"
         else:
             for k in range(self.trials):
-                ev = self._trial(cand, k, candidates)
+                ev = self._trial(cand, k, float_ok)
                 trials.append(ev)
-                candidates = [perm for perm in candidates if perm in ev.permutations]
+                float_ok = [perm for perm in float_ok if perm in ev.permutations]
                 if not ev.matched:
                     reason = f"trial {k} found no matching assignment of outputs"
                     break
-        field_ok = bool(candidates) and all(t.matched for t in trials)
-        fc = self._float_check(cand, candidates[0] if candidates else None, bool(heur) or bool(unsupported),
-                               run=field_ok)
+        field_ok = bool(float_ok) and all(t.matched for t in trials)
+        if field_ok and floats is None:
+            floats = self._float_run(cand, needed)
+            checks = {perm: self._float_verdict(floats, perm) for perm in float_ok[:1]} if floats else {}
+        perm0 = next(iter(float_ok or candidates), None)
+        fc = checks[perm0] if perm0 is not None and perm0 in checks else FloatCheck(False, None, None, "not run")
         equivalent = field_ok and fc.passed is not False and (bool(trials) or bool(fc.passed))
         if field_ok and fc.passed is False:
             reason = f"the field trials matched but the float64 check failed ({fc.reason})"
@@ -135,7 +153,7 @@ class Verifier:
         total = time.perf_counter() - start
         program = self._program_seconds - before
         return VerificationResult(
-            equivalent=equivalent, reason=reason, permutation=candidates[0] if equivalent else None,
+            equivalent=equivalent, reason=reason, permutation=perm0 if equivalent else None,
             trials=tuple(trials), field_name=str(self.field), p=self.field.p, degree=D, error_bound=bound,
             bound_is_heuristic=bool(heur), heuristic_ops=tuple(heur), float_check=fc,
             timings={"total": total, "program": program, "candidate": sum(t.seconds for t in trials),
@@ -168,21 +186,30 @@ class Verifier:
                              witness, time.perf_counter() - t)
 
     # -- real arithmetic --------------------------------------------------------------------------
-    def _float_check(self, cand: KernelGraph, perm: tuple[int, ...] | None, needed: bool, run: bool) -> FloatCheck:
+    def _float_run(self, cand: KernelGraph, needed: bool) -> tuple[list[Any], list[Any], bool] | None:
+        """(reference outputs, candidate outputs, conclusive) in float64, or None when the check does not run."""
         mode = self.float_check
         small = sum(t.numel for t in cand.input_types) <= AUTO_FLOAT_ELEMENTS
-        if not run or perm is None or mode is False or (mode == "auto" and not (needed or small)):
-            return FloatCheck(False, None, None, "not run")
+        if mode is False or (mode == "auto" and not (needed or small)):
+            return None
         ns = FloatArith(self.backend)
-        for low, high in ((-0.5, 0.5), (0.1, 0.6)):  # signed first; positive if the program overflows or hits NaN
-            rng = np.random.default_rng([self.seed, 1 << 20])
+        for k, (low, high) in enumerate(((-0.5, 0.5), (0.1, 0.6))):  # signed first; positive if the program
+            rng = np.random.default_rng([self.seed, 1 << 20])  # overflows or hits NaN
             ins = [ns.from_host(rng.uniform(low, high, t.dims)) for t in cand.input_types]
             with np.errstate(all="ignore"):
-                want = [ns.to_host(v) for v in run_kernel_graph(self.reference, ins, ns)]
+                if k not in self._float_program:
+                    self._float_program[k] = [ns.to_host(v) for v in run_kernel_graph(self.reference, ins, ns)]
+                want = self._float_program[k]
+                if not all(np.isfinite(w).all() for w in want):
+                    continue
                 got = [ns.to_host(v) for v in run_kernel_graph(cand, ins, ns)]
-            if all(np.isfinite(w).all() for w in want):
-                break
-        else:
+            return want, got, True
+        return [], [], False
+
+    @staticmethod
+    def _float_verdict(floats: tuple[list[Any], list[Any], bool], perm: tuple[int, ...]) -> FloatCheck:
+        want, got, conclusive = floats
+        if not conclusive:
             return FloatCheck(True, None, None, "inconclusive: the program is not finite on random inputs")
         worst, witness = 0.0, None
         for i, j in enumerate(perm):

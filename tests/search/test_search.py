@@ -160,3 +160,21 @@ def test_kernel_state_dedupe_keeps_a_subset(reference_run: ml.search.SearchResul
     found = {c.hash for c in deduped.candidates}
     assert found and found <= {c.hash for c in reference_run.candidates}
     assert deduped.report.states <= reference_run.report.states
+
+
+def test_final_kernel_checks_keep_the_verified_set() -> None:
+    """With room for one kernel op, the customized op is the last: cutting what cannot finish changes no result."""
+    checked = search(max_kernel_ops=3)
+    unchecked = search(max_kernel_ops=3, final_kernel_checks=False)
+    assert checked.candidates and [c.hash for c in checked.candidates] == [c.hash for c in unchecked.candidates]
+    assert checked.report.pruned["goal"] > 0 and "goal" not in unchecked.report.pruned
+    assert checked.report.states < unchecked.report.states
+
+
+def test_ops_no_target_can_use_are_dropped_once(tmp_path: Path) -> None:
+    res = search(run_dir=tmp_path)  # exp, at both levels: RMSNorm+Linear never exponentiates
+    root = [e for e in res.events() if e["e"] == "prune" and e.get("op") == "exp"]
+    assert {e["level"] for e in root} == {"kernel", "block"} and all(e["why"] == "oracle" for e in root)
+    verdicts = json.loads((res.run_dir / "verdicts.json").read_text())
+    assert "no target applies" in verdicts[root[0]["expr"]]["reason"]
+    assert not any((e["d"] or [None, None])[1] == "exp" for e in res.events() if e["e"] == "expand")

@@ -145,3 +145,16 @@ def test_result_renders_for_notebooks() -> None:
     assert list(frame["matched"]) == [True, True, True]
     assert "EQUIVALENT" in r._repr_html_()
     assert r.as_dict()["equivalent"] is True
+
+
+def test_float_first_rejects_before_the_field_trials_with_the_same_verdicts() -> None:
+    """What the search uses: the cheap float64 check first; verdicts equal the field-first order's."""
+    program = programs.gated_mlp(1)
+    quick = Verifier(program, float_first=True)
+    wrong = quick.check(_gated_mlp_swapped())
+    assert not wrong.equivalent and wrong.trials == () and "before any field trial" in wrong.reason
+    assert wrong.float_check.witness is not None
+    for cand in (_two_outputs(swapped=True), _two_outputs(swapped=False)):
+        a = Verifier(_two_outputs(swapped=False), float_first=True).check(cand)
+        b = Verifier(_two_outputs(swapped=False)).check(cand)
+        assert (a.equivalent, a.permutation) == (b.equivalent, b.permutation) and a.equivalent
