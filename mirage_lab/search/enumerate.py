@@ -81,6 +81,8 @@ class Block:
     # normal forms of the kernel tensors that stay dangling beside them (all must be the program's outputs)
     need: int | None = None
     left: tuple[int, ...] = ()
+    # per open state on the current path: (tensor count, per block op its viable entries), see ``_viable``
+    viable: list[tuple[int, list[list[_Entry]]]] = field(default_factory=list)
 
 
 @dataclass
@@ -136,7 +138,7 @@ class Enumerator:
         self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
         self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
         self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
-        self._indices: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
         self.seen_graphs: set[str] = set()
@@ -237,10 +239,10 @@ class Enumerator:
                 if dims is None:
                     counts["shape"] += 1
                     continue
-                decision: Decision = ["k", info.name, list(idx), info.attrs]
-                exprs = self._expressions(node, decision, info, ins, 1)
+                exprs = self._expressions(node, "k", idx, info, ins, 1)
                 if exprs is None:
                     continue
+                decision: Decision = ["k", info.name, list(idx), info.attrs]
                 undo = self._push_kernel(idx, (idx, info.code),
                                          [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
                 self._child(node, decision)
@@ -334,15 +336,39 @@ class Enumerator:
             self._prune(node, "cap", reason="the op cap leaves too few ops to consume every loop-phase tensor")
             return
         counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0}
-        for info in self.block_ops:
-            tuples = self._after(b.last, info, len(b.tensors), counts)
-            if info.arity > 2:  # n-ary ops (concat_then_matmul): drop mixed-phase tuples before the loop
-                n = len(tuples)
-                tuples = [ix for ix in tuples if len({b.tensors[i].post for i in ix}) == 1]
-                counts["phase"] += n - len(tuples)
-            for idx in tuples:
-                self._block_op(node, b, info, idx, counts)
+        viable = self._viable(node, b, counts)
         self._count(node, counts)
+        b.viable.append((len(b.tensors), viable))
+        for info, entries in zip(self.block_ops, viable, strict=True):
+            for entry in entries:
+                self._block_op(node, b, info, entry)
+        b.viable.pop()
+
+    def _viable(self, node: str, b: Block, counts: dict[str, int]) -> list[list[_Entry]]:
+        """Per block op, the operand tuples that pass every check here, in canonical order.
+
+        Incremental: phase, shape, expression and shared memory only get worse along a path (tensors are
+        only added, smem only grows), and under the reference order so does the order test, so a tuple
+        rejected in a state is rejected in all its descendants. A state therefore re-tests only its
+        parent's surviving tuples for order and smem, and fully checks just the tuples that read a
+        tensor the parent did not have — about half the work, and each rejection is reported once.
+        """
+        n = len(b.tensors)
+        n_old, inherited = b.viable[-1] if b.viable else (0, None)
+        posts = [t.post for t in b.tensors]
+        out: list[list[_Entry]] = []
+        for k, info in enumerate(self.block_ops):
+            fresh = self._after(b.last, info, n, counts, n_old)
+            kept = len(fresh)
+            fresh = _phase_ok(fresh, posts, info)
+            counts["phase"] += kept - len(fresh)
+            entries = [e for idx in fresh if (e := self._check_block_op(node, b, info, idx, counts)) is not None]
+            if inherited is not None and inherited[k]:
+                old = [e for e in inherited[k] if self._order_ok(b.last, (e[0], info.code))
+                       and b.smem + e[3] <= self.cfg.smem_budget]
+                entries = sorted(old + entries, key=_entry_index) if entries else old
+            out.append(entries)
+        return out
 
     def _cannot_close(self, b: Block) -> bool:
         """Each op lowers the number of dangling loop-phase tensors by at most ``arity − 1`` (or 1, for an
@@ -374,25 +400,29 @@ class Enumerator:
                     "not the program's outputs")
         return False
 
-    def _block_op(self, node: str, b: Block, info: _OpInfo, idx: tuple[int, ...], counts: dict[str, int]) -> None:
+    def _check_block_op(self, node: str, b: Block, info: _OpInfo, idx: tuple[int, ...],
+                        counts: dict[str, int]) -> _Entry | None:
+        """Shape, shared memory and the oracle for one operand tuple whose phases agree (``_phase_ok``)."""
         ins = [b.tensors[i] for i in idx]
-        post = _phase(info.accum, ins)
-        if post is None:
-            counts["phase"] += 1
-            return
         dims = self._shape(info, ins, Level.BLOCK)
         if dims is None:
             counts["shape"] += 1
-            return
-        dtype = ins[0].dtype
-        add = sum(math.prod(d) for d in dims) * dtype.itemsize if info.smem_counted else 0
+            return None
+        add = sum(math.prod(d) for d in dims) * ins[0].dtype.itemsize if info.smem_counted else 0
         if b.smem + add > self.cfg.smem_budget:
             counts["smem"] += 1
-            return
-        decision: Decision = ["b", info.name, list(idx), info.attrs]
-        exprs = self._expressions(node, decision, info, ins, b.frange)
+            return None
+        exprs = self._expressions(node, "b", idx, info, ins, b.frange)
         if exprs is None:
-            return
+            return None
+        return idx, dims, exprs, add
+
+    def _block_op(self, node: str, b: Block, info: _OpInfo, entry: _Entry) -> None:
+        """Apply one viable op, explore below it, undo it."""
+        idx, dims, exprs, add = entry
+        post = info.accum or b.tensors[idx[0]].post
+        dtype = b.tensors[idx[0]].dtype
+        decision: Decision = ["b", info.name, list(idx), info.attrs]
         for i in idx:
             b.tensors[i].uses += 1
         last, b.last = b.last, (idx, info.code)
@@ -441,12 +471,14 @@ class Enumerator:
     def _order_ok(self, last: Key | None, key: Key) -> bool:
         return self.cfg.order != "reference" or last is None or key > last
 
-    def _after(self, last: Key | None, info: _OpInfo, n: int, counts: dict[str, int]) -> list[tuple[int, ...]]:
-        """The operand tuples of ``info`` whose key beats ``last`` (SPEC §7.4), found by bisection."""
-        key = (info.arity, n)
+    def _after(self, last: Key | None, info: _OpInfo, n: int, counts: dict[str, int],
+               n_old: int = 0) -> list[tuple[int, ...]]:
+        """The operand tuples of ``info`` over ``n`` tensors that read one of index ≥ ``n_old`` and whose key
+        beats ``last`` (SPEC §7.4), found by bisection."""
+        key = (info.arity, n, n_old)
         idx = self._indices.get(key)
         if idx is None:
-            idx = self._indices[key] = list(cands.input_index_candidates(info.arity, n))
+            idx = self._indices[key] = [t for t in cands.input_index_candidates(info.arity, n) if max(t) >= n_old]
         if self.cfg.order != "reference" or last is None:
             return idx
         v, code = last
@@ -480,7 +512,7 @@ class Enumerator:
             return None
         return got  # type: ignore[return-value]
 
-    def _expressions(self, node: str, decision: Decision, info: _OpInfo, ins: list[T],
+    def _expressions(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, ins: list[T],
                      frange: int) -> tuple[Term, ...] | None:
         """The outputs' abstract expressions, or None (and a prune event) when the oracle rejects one."""
         key = (info.code, frange, *[t.expr for t in ins], *[t.dims for t in ins])
@@ -499,7 +531,8 @@ class Enumerator:
         exprs, bad = got
         if bad is None:
             return exprs
-        self.out.events.pruned_by_oracle(node, decision, *bad)
+        log = self.out.events
+        log.pruned_by_oracle(node, [level, info.name, list(idx), info.attrs] if log.recording else None, *bad)
         return None
 
     def _nf_of(self, e: Term) -> Any:
@@ -561,18 +594,26 @@ class Enumerator:
         self.path.append(d)
 
 
-def _phase(accum: bool, ins: list[T]) -> bool | None:
-    """The output phase of a block op, or None when its inputs' phases forbid it (SPEC §3.3)."""
-    post = ins[0].post
-    if accum:
-        return None if any(t.post for t in ins) else True
-    for t in ins:
-        if t.post is not post:
-            return None
-    return post
+def _phase_ok(tuples: list[tuple[int, ...]], posts: list[bool], info: _OpInfo) -> list[tuple[int, ...]]:
+    """The operand tuples whose phases allow the op (SPEC §3.3): an accumulator reads loop-phase tensors
+    only, any other op reads tensors of one phase (and its output has that phase)."""
+    if info.accum:
+        return [ix for ix in tuples if not any(posts[i] for i in ix)]
+    if info.arity == 1:
+        return tuples
+    if info.arity == 2:
+        return [ix for ix in tuples if posts[ix[0]] is posts[ix[1]]]
+    return [ix for ix in tuples if len({posts[i] for i in ix}) == 1]
 
 
 _MISSING = object()
+
+#: a viable block op: operand indices, output dims, output expressions, shared-memory bytes it adds
+_Entry = tuple[tuple[int, ...], list[Dims], tuple[Term, ...], int]
+
+
+def _entry_index(e: _Entry) -> tuple[int, ...]:
+    return e[0]
 
 
 class _OpInfo:

@@ -95,7 +95,8 @@ class EventLog:
         if self._part is not None and len(self.events) >= self.flush_every:
             self.flush()
 
-    def pruned_by_oracle(self, parent: str, decision: Decision, expr: str, reason: str, rules: list[str]) -> None:
+    def pruned_by_oracle(self, parent: str, decision: Decision | None, expr: str, reason: str,
+                         rules: list[str]) -> None:
         """An oracle prune: the hot path of large searches, so nothing is built when nothing is recorded."""
         if self.recording:
             self.append({"e": "prune", "parent": parent, "why": "oracle", "d": decision, "expr": expr,
