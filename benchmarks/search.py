@@ -31,6 +31,7 @@ from interpret import hardware  # benchmarks/interpret.py, beside this script
 
 from mirage_lab.bench import programs
 from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.search import preset, superoptimize
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.runner import _context, run_task
@@ -56,7 +57,8 @@ def search_row(name: str, batch: int, processes: int, time_limit: float) -> dict
             "total_s": round(wall, 1), "stop": r.stop_reason,
             "oracle_s": round(r.seconds["oracle"], 1), "verification_s": round(r.seconds["verification"], 1),
             "best_kernels": len(res.best.graph.compute_nodes) if res.best else None,
-            "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None}
+            "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None,
+            "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2)}
 
 
 def _pool(n: int) -> Any:

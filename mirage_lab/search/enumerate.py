@@ -81,6 +81,7 @@ class Block:
     # normal forms of the kernel tensors that stay dangling beside them (all must be the program's outputs)
     need: int | None = None
     left: tuple[int, ...] = ()
+    unreachable: str | None = None  # why the last kernel op can never produce the program's outputs
     # per open state on the current path: (tensor count, per block op its viable entries), see ``_viable``
     viable: list[tuple[int, list[list[_Entry]]]] = field(default_factory=list)
 
@@ -137,9 +138,11 @@ class Enumerator:
         self._ctx = {lv: ShapeContext(lv, config.reduction_dimx) for lv in (Level.KERNEL, Level.BLOCK)}
         self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
         self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
-        self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
+        self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}
+        self._block_memo: dict[Any, Any] = {}  # see _check_block_op  # (op, inputs' terms and dims, F) → terms, verdict
         self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
+        self._target_vars = [(self._nf_key(t), _variables(t)) for t in oracle.targets]
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
         self.seen_graphs: set[str] = set()
         self.seen_states: set[Any] = set()
@@ -271,10 +274,10 @@ class Enumerator:
             self._prune(node, "smem", decision)
             return
         assert self.block is not None
-        if self.block.need is not None and self.block.need < 1:
+        why = self.block.unreachable
+        if why is not None:
             self.block = None
-            self._prune(node, "goal", decision, reason="the last kernel op the cap allows would leave more "
-                        "earlier tensors unused than the program has outputs")
+            self._prune(node, "goal", decision, reason=why)
             return
         if self.frontier:
             self.block = None
@@ -299,10 +302,36 @@ class Enumerator:
         self.block = Block(tuple(idx), tuple(grid), frange, tensors, smem, key, n_ops=len(tensors),
                            serial=self._blocks_opened)
         if self.cfg.final_kernel_checks and self.k_ops + 1 >= self.cfg.max_kernel_ops:
-            left = [i for i, t in enumerate(self.kt) if t.uses == 0 and not t.source and i not in idx]
-            self.block.need = len(self.out_types) - len(left)
-            self.block.left = tuple(self._nf_key(self.kt[i].expr) for i in left)
+            self._final_kernel(self.block)
         return True
+
+    def _final_kernel(self, b: Block) -> None:
+        """The op the kernel cap makes last: what it must save, or why it never can (``b.unreachable``)."""
+        left = [i for i, t in enumerate(self.kt) if t.uses == 0 and not t.source and i not in b.inputs]
+        b.need = len(self.out_types) - len(left)
+        b.left = tuple(self._nf_key(self.kt[i].expr) for i in left)
+        if b.need < 1:
+            b.unreachable = (f"the last kernel op the cap allows leaves {len(left)} earlier tensor(s) unused; the "
+                             f"program has {len(self.out_types)} output(s)")
+            return
+        # what it saves is a function of what it loads: every input the missing outputs read must be loaded
+        missing = list(self._target_vars)
+        if self.cfg.expression_precheck:
+            for key in b.left:
+                hit = next((m for m in missing if m[0] == key), None)
+                if hit is None:
+                    b.unreachable = "a tensor it leaves unused is not one of the program's outputs"
+                    return
+                missing.remove(hit)
+        if not any(self._saves_an_output(omap, b.grid) for omap in cands.omap_candidates(
+                [d for d, _ in self.out_types], b.grid, self.cfg)):
+            b.unreachable = f"no omap of grid {b.grid} saves a tensor with the dims of a program output"
+            return
+        have = frozenset().union(*(_variables(self.kt[i].expr) for i in b.inputs))
+        lacking = sorted(frozenset().union(*(v for _, v in missing)) - have)
+        if lacking:
+            b.unreachable = (f"the last kernel op the cap allows loads nothing that reads input(s) "
+                             f"{', '.join(f'v{i}' for i in lacking)}, which the program's outputs read")
 
     def _push_kernel(self, idx: Sequence[int], key: Key, outs: list[T]) -> tuple[Any, ...]:
         for i in idx:
@@ -438,12 +467,19 @@ class Enumerator:
         for i in idx:
             b.tensors[i].uses -= 1
 
+    def _saves_an_output(self, omap: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:
+        """Some program output's dims split evenly along ``omap`` (the tile a block would save)."""
+        return any(all(g == 1 or d[a] % g == 0 for a, g in zip(omap, grid, strict=True) if a >= 0)
+                   for d, _ in self.out_types)
+
     def _close(self, node: str, b: Block, dangling: list[int]) -> None:
         tiles = [b.tensors[i].dims for i in dangling]
         for omap in cands.omap_candidates(tiles, b.grid, self.cfg):
             decision: Decision = ["s", list(omap)]
             outs = [T(saver_dims(b.tensors[i].dims, tuple(omap), b.grid), b.tensors[i].dtype, b.tensors[i].expr)
                     for i in dangling]
+            if b.need is not None and not all((t.dims, t.dtype.value) in self.out_types for t in outs):
+                continue  # the last kernel op: a graph whose outputs have other dims is no candidate
             self.block = None
             undo = self._push_kernel(b.inputs, b.key, outs)
             self.n_custom += 1
@@ -518,22 +554,29 @@ class Enumerator:
         key = (info.code, frange, *[t.expr for t in ins], *[t.dims for t in ins])
         got = self._exprs.get(key)
         if got is None:
-            exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins],
-                                  forloop_range=frange, reduction_dimx=self.cfg.reduction_dimx)
-            bad = None
-            if self.cfg.pruning:
-                t = time.perf_counter()
-                v = next((v for v in map(self.oracle.check, exprs) if not v.keep), None)
-                if v is not None:
-                    bad = (str(v.expr), v.reason, list(v.rules))
-                self.out.seconds["oracle"] += time.perf_counter() - t
-            got = self._exprs[key] = (exprs, bad)
+            got = self._exprs[key] = self._judged(info, ins, frange)
         exprs, bad = got
         if bad is None:
             return exprs
+        self._oracle_prune(node, level, idx, info, bad)
+        return None
+
+    def _judged(self, info: _OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
+        """The outputs' expressions, and (expression, reason, rules) of the first the oracle rejects, or None."""
+        exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins],
+                              forloop_range=frange, reduction_dimx=self.cfg.reduction_dimx)
+        bad = None
+        if self.cfg.pruning:
+            t = time.perf_counter()
+            v = next((v for v in map(self.oracle.check, exprs) if not v.keep), None)
+            if v is not None:
+                bad = (str(v.expr), v.reason, list(v.rules))
+            self.out.seconds["oracle"] += time.perf_counter() - t
+        return exprs, bad
+
+    def _oracle_prune(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, bad: Any) -> None:
         log = self.out.events
         log.pruned_by_oracle(node, [level, info.name, list(idx), info.attrs] if log.recording else None, *bad)
-        return None
 
     def _nf_of(self, e: Term) -> Any:
         return self.oracle.normal_form(e)
@@ -628,6 +671,11 @@ class _OpInfo:
         self.shape, self.smem_counted, self.accum = spec.shape, spec.smem_counted, spec.kind is Kind.ACCUM
         self.attrs = attrs if attrs is not None else (
             {"min": float(clamp[0]), "max": float(clamp[1])} if op is Op.CLAMP else {})
+
+
+def _variables(t: Term) -> frozenset[int]:
+    """The program inputs a term reads."""
+    return frozenset(int(s.param[0]) for s in t.subterms() if s.head == "input")
 
 
 def _input_terms(n: int) -> list[Term]:
