@@ -349,7 +349,13 @@ def eval_concat(ns: Any, args: EvalArgs, a: Any, b: Any) -> Any:
 
 
 def eval_concat_then_matmul(ns: Any, args: EvalArgs, a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
-    return ns.add(ns.matmul(a0, b0), ns.matmul(a1, b1))
+    """``[A0 A1] @ [B0; B1]``: A0·B0 + A1·B1 when the split points agree (A0's columns = B0's rows); the
+    shape rule only asks the concatenations to match, so otherwise the concatenations are multiplied."""
+    if args.in_dims[0][-1] == args.in_dims[2][-2]:
+        return ns.add(ns.matmul(a0, b0), ns.matmul(a1, b1))
+    left = ns.concat([a0, a1], args.axis(len(args.in_dims[0]) - 1, 0))
+    right = ns.concat([b0, b1], args.axis(len(args.in_dims[2]) - 2, 2))
+    return ns.matmul(left, right)
 
 
 def eval_mul_scalar(ns: Any, args: EvalArgs, x: Any) -> Any:

@@ -244,6 +244,8 @@ def imap_candidates(input_dims: Sequence[Dims], grid: Triple, config: SearchConf
         out = _dedupe(out)
     else:
         base = IMAPS_BASE if config.attention else IMAPS_BASE + IMAPS_NON_ATTENTION
+        if config.normalise_imaps:  # an entry on an axis with one block means φ (SPEC §3.2): keep it as φ
+            base = tuple(_dedupe(_normalise_imap(m, g) for m in base))
         per_input = [[m for m in base if _imap_entry_ok(d, m, g)] for d in dims]
         out = [c for c in itertools.product(*per_input) if not _replicates_everywhere(c, g)]
     return _maybe_shuffle(out, config, "imaps", dims, g)

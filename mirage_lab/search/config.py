@@ -3,9 +3,11 @@
 It round-trips to JSON, and its hash with the input program's canonical hash names the run
 folder (the cache). Presets: ``reference`` reproduces the reference implementation's defaults
 and reachability heuristics exactly; ``default`` is ours (the same reachability, plus budgets,
-semantic deduplication of results and an abstract-expression pre-check before verification —
-see docs/decisions.md); ``mlp``, ``attention`` and ``lora`` add what the reference's presets
-add. Any field can be overridden: ``preset("attention", max_kernel_ops=7)``.
+deduplication of results, an abstract-expression pre-check before verification and the
+final-kernel checks — see docs/decisions.md); ``mlp``, ``attention`` and ``lora`` add what the
+reference's presets add, and our ``attention`` also normalises imaps (reaching batch-1 split-KV
+graphs) and deduplicates kernel states. Each has a ``reference_*`` twin without our additions.
+Any field can be overridden: ``preset("attention", max_kernel_ops=7)``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class SearchConfig:
     fmaps: tuple[tuple[int, ...], ...] | None = None  # user combinations, one fmap per input
     attention: bool = False  # REDTOX, 2-D grids, the attention imap set
     lora: bool = False  # concat_then_matmul, 4-input customized ops
+    normalise_imaps: bool = False  # generated imap entries on axes with one block become φ instead of dropped
     customized_inputs: str = "reference"  # "reference" (§7.3 heuristic) or "subsets" (all input subsets)
     order: str = "reference"  # canonical ordering (§7.4): "reference", "off" or "semantic"
     randomized_branches: bool = False
@@ -179,7 +182,7 @@ def _presets() -> dict[str, SearchConfig]:
         "default": SearchConfig(),
         "mlp": SearchConfig(preset="mlp"),
         "attention": SearchConfig(preset="attention", attention=True, max_customized=2, dedupe_kernel_states=True,
-                                  block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
+                                  normalise_imaps=True, block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
         "lora": SearchConfig(preset="lora", lora=True, block_ops=(*BLOCK_OPS, "concat_then_matmul"),
                              max_block_inputs=4),
     }
@@ -187,7 +190,7 @@ def _presets() -> dict[str, SearchConfig]:
     for name, c in ours.items():
         ref = "reference" if name == "default" else f"reference_{name}"
         out[ref] = dataclasses.replace(c, preset=ref, expression_precheck=False, final_kernel_checks=False,
-                                       dedupe_kernel_states=False)
+                                       dedupe_kernel_states=False, normalise_imaps=False)
     return out
 
 

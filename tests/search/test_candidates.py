@@ -24,7 +24,8 @@ from mirage_lab.search import candidates as C
 from mirage_lab.search.config import SearchConfig, preset
 
 P = PHI
-MLP, ATT, DEFAULT, LORA = preset("mlp"), preset("attention"), preset("default"), preset("lora")
+MLP, DEFAULT, LORA = preset("mlp"), preset("default"), preset("lora")
+ATT = preset("reference_attention")  # the reference's generators; ours adds normalise_imaps
 
 # SPEC §3.2 / §9 shapes
 X8, W = (16, 4096), (4096, 6144)  # RMSNorm+Linear bs 8
@@ -153,6 +154,18 @@ def test_imaps_batch_one_mqa_unreachable() -> None:
     assert saved not in C.imap_candidates(MQA1, (1, 8, 16), ATT)
     user = ATT.replace(imaps=(saved,))
     assert C.imap_candidates(MQA1, (1, 8, 16), user) == [saved]
+
+
+def test_normalised_imaps_reach_batch_one_split_kv() -> None:
+    """``normalise_imaps``: entries on g = 1 axes become φ instead of dropping the imap, so with batch 1 the
+    attention set expresses (-1,-1,1) and the saved MQA kernel-1 imaps are generated on its grid."""
+    saved = ((P, P, 1), (P, 2, P), (P, 1, P))
+    normal = preset("attention")
+    assert normal.normalise_imaps
+    assert saved in C.imap_candidates(MQA1, (1, 8, 16), normal)
+    assert set(C.imap_candidates(GQA1, (2, 16, 4), ATT)) <= set(C.imap_candidates(GQA1, (2, 16, 4), normal))
+    for combo in C.imap_candidates(MQA1, (1, 8, 16), normal):
+        assert all(m[0] == P for m in combo)  # nothing maps the one-block axis
 
 
 def test_imaps_user_combinations() -> None:
@@ -336,11 +349,19 @@ EXPECTED: dict[str, dict[tuple[str, ...], int]] = {
 }
 
 
+def _reference_twin(name: str) -> SearchConfig:
+    return preset("reference" if name == "default" else f"reference_{name}")
+
+
 def test_reference_reachability(reference_dir: Path) -> None:
-    measured = {p.stem: dict(reachability(p, preset(preset_of(p.stem))))
+    measured = {p.stem: dict(reachability(p, _reference_twin(preset_of(p.stem))))
                 for p in sorted(reference_dir.glob("*.json"))}
     assert measured == EXPECTED
     assert sum(n for d in measured.values() for n in d.values()) == 1105  # every block graph (SPEC §10)
+    # ours (normalise_imaps): the batch-1 MQA imaps are generated; only the grid (1, 8, 16) is missing
+    for stem in ("mqa_bs1", "single_mqa_bs1"):
+        ours = dict(reachability(reference_dir / f"{stem}.json", preset("attention")))
+        assert ours == {(): EXPECTED[stem][()], ("grid",): EXPECTED[stem][("grid", "imaps")]}
 
 
 @pytest.mark.parametrize(("stem", "overrides"), [

@@ -75,6 +75,10 @@ CASES: dict[str, ml.KernelGraph] = {
         [(4, 6), (4, 10), (6, 8), (10, 8)], (1, 2, 1), 1,
         [((PHI, PHI, PHI), PHI), ((PHI, PHI, PHI), PHI), ((PHI, 1, PHI), PHI), ((PHI, 1, PHI), PHI)],
         lambda tb, t: tb.new_output(tb.forloop_accum(tb.concat_then_matmul(*t)), (PHI, 1, PHI))),
+    "concat_then_matmul_split_points_differ": _graph(  # [A0 A1] @ [B0; B1] with A0's 10 columns, B0's 6 rows
+        [(4, 10), (4, 6), (6, 8), (10, 8)], (1, 2, 1), 1,
+        [((PHI, PHI, PHI), PHI), ((PHI, PHI, PHI), PHI), ((PHI, 1, PHI), PHI), ((PHI, 1, PHI), PHI)],
+        lambda tb, t: tb.new_output(tb.forloop_accum(tb.concat_then_matmul(*t)), (PHI, 1, PHI))),
     "unary_zoo_and_scalars": _graph(
         [(4, 8)], (2, 1, 1), 2, [((0, PHI, PHI), 1)],
         lambda tb, t: tb.new_output(tb.forloop_accum(tb.clamp(tb.mul_scalar(tb.gelu(tb.silu(
@@ -153,3 +157,12 @@ def test_random_graphs_match_literal_execution_model(g: ml.KernelGraph) -> None:
         want = interpret_literal(g, ins)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def test_concat_then_matmul_multiplies_the_concatenations() -> None:
+    """The macro is [A0 A1] @ [B0; B1] (SPEC §3.3), also when A0's columns are not B0's rows."""
+    for name in ("concat_then_matmul", "concat_then_matmul_split_points_differ"):
+        g = CASES[name]
+        a0, a1, b0, b1 = (np.random.default_rng(3).uniform(-1, 1, t.dims) for t in g.input_types)
+        (got,) = ml.interpret(g, [a0, a1, b0, b1])
+        np.testing.assert_allclose(got, np.concatenate([a0, a1], -1) @ np.concatenate([b0, b1], -2), rtol=1e-12)
