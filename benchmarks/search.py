@@ -60,11 +60,29 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
             "checked": sum(r.candidates.values()), "verified": r.verified,
             "first_verified_s": r.first_verified_s, "first_single_kernel_s": min(single) if single else None,
             "first_all_custom_multi_kernel_s": round(min(split), 1) if split else None,
+            "first_split_kv_s": round(min(kv), 1) if (kv := [c.found_s for c in res.candidates
+                                                           if name in ATTENTION and _splits_kv(c.graph)]) else None,
             "total_s": round(wall, 1), "stop": r.stop_reason,
             "oracle_s": round(r.seconds["oracle"], 1), "verification_s": round(r.seconds["verification"], 1),
             "best_kernels": len(res.best.graph.compute_nodes) if res.best else None,
             "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None,
             "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2)}
+
+
+ATTENTION = ("gqa", "mqa", "mha", "qknorm_gqa")
+
+
+def _splits_kv(g: Any) -> bool:
+    """SPEC §9's split reduction: only custom kernels, the first splitting K's and V's sequence axis
+    (K = input 1, dim 2; V = input 2, dim 1) over the grid, so a later kernel must reduce the parts."""
+    kernels = [n for n in g.nodes if n.body is not None]
+    if len(kernels) < 2 or len(kernels) != len(g.compute_nodes):
+        return False
+    first = kernels[0]
+    grid = first.body.grid
+    imaps = {t: tuple(loader.attr("imap")) for t, loader in zip(first.inputs, first.body.loaders, strict=True)}
+    return all(t in imaps and any(e == dim and grid[axis] > 1 for axis, e in enumerate(imaps[t]))
+               for t, dim in ((1, 2), (2, 1)))
 
 
 def _pool(n: int) -> Any:
