@@ -138,8 +138,7 @@ class Enumerator:
         self._ctx = {lv: ShapeContext(lv, config.reduction_dimx) for lv in (Level.KERNEL, Level.BLOCK)}
         self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
         self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
-        self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}
-        self._block_memo: dict[Any, Any] = {}  # see _check_block_op  # (op, inputs' terms and dims, F) → terms, verdict
+        self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
         self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
         self._target_vars = [(self._nf_key(t), _variables(t)) for t in oracle.targets]
