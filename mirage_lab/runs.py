@@ -77,12 +77,4 @@ class RunFolder:
 
     def write_events(self, lines: Iterable[str]) -> Path:
         """Stream JSONL lines to events.jsonl, atomically (a temporary file renamed into place)."""
-        final = self.path / "events.jsonl"
-        tmp = final.with_name(f".events.jsonl.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "w") as f:
-                f.writelines(lines)
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return final
+        return write_atomic(self.path / "events.jsonl", lines)

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +89,18 @@ def save(graphs: Any, path: str | os.PathLike[str]) -> Path:
     return write_atomic(path, dumps(graphs))
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
+def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path:
+    """Write ``text`` (a string, or lines streamed one by one) to a temporary file beside ``path``, then
+    rename it into place."""
     p = Path(path)
     # unique per writer: two processes may write the same file (e.g. one candidate found twice)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        tmp.write_text(text)
+        with open(tmp, "w") as f:
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                f.writelines(text)
         os.replace(tmp, p)
     finally:
         tmp.unlink(missing_ok=True)
