@@ -129,14 +129,18 @@ def pruning_row(name: str, batch: int, block_ops: int, sample: int, cap: int) ->
     return out
 
 
-def root_row(name: str, batch: int, root: str, time_limit: float) -> dict[str, Any]:
+def root_row(name: str, batch: int, root: str, time_limit: float,
+             overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Explore the one block-graph root whose customized decision is ``root`` (JSON), on one core."""
     program = programs.PROGRAMS[name](batch)
-    pdoc, cdoc = graph_to_dict(program), preset(PRESET[name]).to_dict()
+    pdoc, cdoc = graph_to_dict(program), preset(PRESET[name], **(overrides or {})).to_dict()
     prog, config, oracle, verifier = _context(pdoc, cdoc)
     front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
     want = json.loads(root)
-    index = next(i for i, (_, prefix) in enumerate(front.tasks) if prefix[-1] == want)
+    index = next((i for i, (_, prefix) in enumerate(front.tasks) if prefix[-1] == want), None)
+    if index is None:
+        raise SystemExit(f"no root {root} among the {len(front.tasks)} roots of {name}:{batch} (pruned, or a "
+                         f"grid/imap the generators do not produce; e.g. first root {front.tasks[0][1][-1]})")
     t = time.time()
     r = run_task(pdoc, cdoc, index, *front.tasks[index], None, time.time() + time_limit, time.time())
     if r["candidates"]:
@@ -166,7 +170,7 @@ def main() -> int:
     cases = [(p.split(":")[0], int(p.split(":")[1]) if ":" in p else 1) for p in args.programs.split(",")]
     rows, prune_rows = [], []
     if args.root:
-        row = root_row(*cases[0], args.root, args.time_limit)
+        row = root_row(*cases[0], args.root, args.time_limit, json.loads(args.set))
         print(json.dumps(row))
         return 0
     for name, batch in cases:

@@ -69,8 +69,6 @@ OMAPS: tuple[Triple, ...] = ((0, 1, PHI), (0, 2, 1), (0, 2, PHI), (0, PHI, PHI),
 FMAPS: tuple[int, ...] = (PHI, 0, 1, 2)
 #: step (3): divisors of the attention preset's 2-D grids (batch, d/y, 1)
 ATTENTION_GRID_DIVISORS: tuple[int, ...] = (8, 64, 128, 256)
-#: step (3): the extra 3-D grid (batch, 16, 4) for more than two inputs
-ATTENTION_GRID_YZ: tuple[int, int] = (16, 4)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -197,8 +195,10 @@ def grid_candidates(input_dims: Sequence[Dims], config: SearchConfig) -> list[Tr
     """Grids for a customized op over DTensors of ``input_dims`` (SPEC §7.3 steps 1–6, in order).
 
     (1) ``config.grids``; (2) ``(d/x, 1, 1)`` for x in ``grid_divisors`` and every distinct dim d with d % x = 0;
-    (3) with ``attention`` and a batch: ``(batch, d/y, 1)`` for y in (8, 64, 128, 256), and ``(batch, 16, 4)``
-    with more than two inputs; (4) keep ``min_blocks ≤ blocks ≤ max_blocks``; (5) ``(batch, 1, 1)``
+    (3) with ``attention`` and a batch: ``(batch, d/y, 1)`` for y in (8, 64, 128, 256), and with more than two
+    inputs ``(batch, y, z)`` for each pair of ``attention_grids_yz`` (reference: (16, 4); ours adds (4, 16)),
+    after the 2-D ones or, with ``attention_3d_first`` (ours), before them;
+    (4) keep ``min_blocks ≤ blocks ≤ max_blocks``; (5) ``(batch, 1, 1)``
     (bypassing the lower bound); (6) deduplicate.
     """
     dims = _norm_dims(input_dims)
@@ -207,9 +207,9 @@ def grid_candidates(input_dims: Sequence[Dims], config: SearchConfig) -> list[Tr
     cands: list[Triple] = [(int(g[0]), int(g[1]), int(g[2])) for g in config.grids]
     cands += [(d // x, 1, 1) for x in config.grid_divisors if x > 0 for d in distinct if d % x == 0]
     if config.attention and batch is not None:
-        cands += [(batch, d // y, 1) for y in ATTENTION_GRID_DIVISORS for d in distinct if d % y == 0]
-        if len(dims) > 2:
-            cands.append((batch, *ATTENTION_GRID_YZ))
+        flat = [(batch, d // y, 1) for y in ATTENTION_GRID_DIVISORS for d in distinct if d % y == 0]
+        split = [(batch, y, z) for y, z in config.attention_grids_yz] if len(dims) > 2 else []
+        cands += split + flat if config.attention_3d_first else flat + split
     cands = [g for g in cands if min(g) >= 1 and config.min_blocks <= _blocks(g) <= config.max_blocks]
     if batch is not None and 1 <= batch <= config.max_blocks:
         cands.append((batch, 1, 1))

@@ -3,10 +3,11 @@
 It round-trips to JSON, and its hash with the input program's canonical hash names the run
 folder (the cache). Presets: ``reference`` reproduces the reference implementation's defaults
 and reachability heuristics exactly; ``default`` is ours (the same reachability, plus budgets,
-deduplication of results, an abstract-expression pre-check before verification and the
-final-kernel checks — see docs/decisions.md); ``mlp``, ``attention`` and ``lora`` add what the
-reference's presets add, and our ``attention`` also normalises imaps (reaching batch-1 split-KV
-graphs) and deduplicates kernel states. Each has a ``reference_*`` twin without our additions.
+deduplication of results, an abstract-expression pre-check before verification, the
+final-kernel checks and the index checks of ``tiling`` — see docs/decisions.md); ``mlp``,
+``attention`` and ``lora`` add what the reference's presets add, and our ``attention`` also
+normalises imaps and tries the transposed 3-D grid, both 3-D grids first (reaching batch-1
+split-KV graphs), and deduplicates kernel states. Each has a ``reference_*`` twin without our additions.
 Any field can be overridden: ``preset("attention", max_kernel_ops=7)``.
 """
 
@@ -55,6 +56,9 @@ class SearchConfig:
     reduction_dimx: int = 64
     grids: tuple[Triple, ...] = ()
     grid_divisors: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    # attention 3-D grids (batch, y, z): y splits the key/value sequence, z the queries (the imap set's roles)
+    attention_grids_yz: tuple[tuple[int, int], ...] = ((16, 4),)
+    attention_3d_first: bool = False  # try those 3-D grids before the 2-D (batch, d/y, 1) ones
     min_blocks: int = 32
     max_blocks: int = 4096
     imaps: tuple[tuple[Triple, ...], ...] | None = None  # user combinations, one imap per input
@@ -68,6 +72,7 @@ class SearchConfig:
     randomized_branches: bool = False
     dedupe_kernel_states: bool = False  # skip kernel states equal to an earlier one after a block graph closes
     final_kernel_checks: bool = True  # the last kernel op the cap allows must save the program's outputs
+    index_checks: bool = True  # no diagonal tiles or mismatched contractions over program inputs (search/tiling.py)
     smem_budget: int = 96 * 1024
     # ---- pruning and verification
     pruning: bool = True
@@ -82,6 +87,11 @@ class SearchConfig:
     notes: str = ""  # free text for the run folder; not part of the hash
 
     def __post_init__(self) -> None:
+        # lists (from notebooks, JSON or --set) become tuples, so the config stays hashable and comparable
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, list | tuple):
+                object.__setattr__(self, f.name, _tuples(list(v)))
         _validate(self)
 
     def replace(self, **changes: Any) -> SearchConfig:
@@ -145,7 +155,7 @@ def _typed(key: str, value: Any, hint: Any) -> Any:
 
 
 def _tuples(v: Any) -> Any:
-    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+    return tuple(_tuples(x) for x in v) if isinstance(v, list | tuple) else v
 
 
 def _validate(c: SearchConfig) -> None:
@@ -170,6 +180,9 @@ def _validate(c: SearchConfig) -> None:
     for g in c.grids + c.omaps:
         if len(g) != 3:
             raise InputError(f"grids and omaps are (x, y, z) triples, got {g}")
+    for yz in c.attention_grids_yz:
+        if len(yz) != 2 or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in yz):
+            raise InputError(f"attention_grids_yz holds (y, z) pairs of block counts ≥ 1, got {yz}")
     for name in ("time_limit_s", "state_limit", "result_limit"):
         v = getattr(c, name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
@@ -182,7 +195,8 @@ def _presets() -> dict[str, SearchConfig]:
         "default": SearchConfig(),
         "mlp": SearchConfig(preset="mlp"),
         "attention": SearchConfig(preset="attention", attention=True, max_customized=2, dedupe_kernel_states=True,
-                                  normalise_imaps=True, block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
+                                  normalise_imaps=True, attention_grids_yz=((16, 4), (4, 16)), attention_3d_first=True,
+                                  block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
         "lora": SearchConfig(preset="lora", lora=True, block_ops=(*BLOCK_OPS, "concat_then_matmul"),
                              max_block_inputs=4),
     }
@@ -190,7 +204,10 @@ def _presets() -> dict[str, SearchConfig]:
     for name, c in ours.items():
         ref = "reference" if name == "default" else f"reference_{name}"
         out[ref] = dataclasses.replace(c, preset=ref, expression_precheck=False, final_kernel_checks=False,
-                                       dedupe_kernel_states=False, normalise_imaps=False)
+                                       index_checks=False,
+                                       dedupe_kernel_states=False, normalise_imaps=False,
+                                       attention_grids_yz=SearchConfig.attention_grids_yz,
+                                       attention_3d_first=False)
     return out
 
 

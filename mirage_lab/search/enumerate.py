@@ -38,6 +38,7 @@ from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.events import Decision, Event, EventLog
 from mirage_lab.search.goal import foreign_function, function_heads
 from mirage_lab.search.replay import build_candidate
+from mirage_lab.search.tiling import Parts, loader_parts, op_parts
 from mirage_lab.verify.verifier import Verifier
 
 Key = tuple[tuple[int, ...], int]
@@ -62,6 +63,7 @@ class T:
     post: bool = False  # block level: post-loop (produced by an accumulator)
     source: bool = False  # a program input (kernel) or a loader (block)
     uses: int = 0
+    part: Parts | None = None  # block level, ``index_checks``: the axes partitioning each dim (``tiling``)
 
 
 @dataclass
@@ -216,7 +218,7 @@ class Enumerator:
         self.out.events.append(ev)
 
     def _count(self, parent: str, counts: dict[str, int]) -> None:
-        """Cheap rejections (order, shape, phase, smem) are counted per state, not listed one by one."""
+        """Cheap rejections (order, shape, phase, smem, index) are counted per state, not listed one by one."""
         for why, n in counts.items():
             if n:
                 self._prune(parent, why, n=n)
@@ -292,7 +294,9 @@ class Enumerator:
         for i, imap, fmap in zip(idx, imaps, fmaps, strict=True):
             src = self.kt[i]
             tile = loader_tile(src.dims, tuple(imap), fmap, tuple(grid), frange)
-            t = T(tile, src.dtype, src.expr, source=True)
+            # positions in a program input are its indices; an intermediate may hold concatenated partials
+            part = loader_parts(len(tile), imap, fmap, grid, frange) if src.source else (None,) * len(tile)
+            t = T(tile, src.dtype, src.expr, source=True, part=part)
             smem += counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)])
             tensors.append(t)
         if smem > self.cfg.smem_budget:
@@ -363,7 +367,7 @@ class Enumerator:
         if self._cannot_close(b):
             self._prune(node, "cap", reason="the op cap leaves too few ops to consume every loop-phase tensor")
             return
-        counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0}
+        counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0, "index": 0}
         viable = self._viable(node, b, counts)
         self._count(node, counts)
         b.viable.append((len(b.tensors), viable))
@@ -440,21 +444,29 @@ class Enumerator:
         if b.smem + add > self.cfg.smem_budget:
             counts["smem"] += 1
             return None
+        parts: tuple[Parts, ...] | None = None
+        if self.cfg.index_checks:
+            got = op_parts(info.op, [t.part or (None,) * len(t.dims) for t in ins], [t.dims for t in ins], dims)
+            if isinstance(got, str):
+                counts["index"] += 1
+                return None
+            parts = got
         exprs = self._expressions(node, "b", idx, info, ins, b.frange)
         if exprs is None:
             return None
-        return idx, dims, exprs, add
+        return idx, dims, exprs, add, parts
 
     def _block_op(self, node: str, b: Block, info: _OpInfo, entry: _Entry) -> None:
         """Apply one viable op, explore below it, undo it."""
-        idx, dims, exprs, add = entry
+        idx, dims, exprs, add, parts = entry
         post = info.accum or b.tensors[idx[0]].post
         dtype = b.tensors[idx[0]].dtype
         decision: Decision = ["b", info.name, list(idx), info.attrs]
         for i in idx:
             b.tensors[i].uses += 1
         last, b.last = b.last, (idx, info.code)
-        b.tensors.extend(T(d, dtype, e, post=post) for d, e in zip(dims, exprs, strict=True))
+        b.tensors.extend(T(d, dtype, e, post=post, part=None if parts is None else parts[k])
+                         for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))
         b.smem += add
         b.n_ops += 1
         if self._fresh_state(node, decision):
@@ -651,7 +663,7 @@ def _phase_ok(tuples: list[tuple[int, ...]], posts: list[bool], info: _OpInfo) -
 _MISSING = object()
 
 #: a viable block op: operand indices, output dims, output expressions, shared-memory bytes it adds
-_Entry = tuple[tuple[int, ...], list[Dims], tuple[Term, ...], int]
+_Entry = tuple[tuple[int, ...], list[Dims], tuple[Term, ...], int, tuple[Parts, ...] | None]
 
 
 def _entry_index(e: _Entry) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ import pandas as pd
 Event = dict[str, Any]
 Decision = list[Any]
 
-PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "cap", "goal", "duplicate")
+PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate")
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
 
 

@@ -168,6 +168,22 @@ def test_normalised_imaps_reach_batch_one_split_kv() -> None:
         assert all(m[0] == P for m in combo)  # nothing maps the one-block axis
 
 
+def test_attention_grids_both_orientations() -> None:
+    """Ours adds the transposed 3-D grid (batch, 4, 16): 4 KV splits × 16 query splits, where MQA's 1 024
+    queries fit shared memory; with the normalised imap set the saved MQA kernel-1 imaps exist on it."""
+    ours = preset("attention")
+    assert (1, 16, 4) in C.grid_candidates(MQA1, ATT) and (1, 4, 16) not in C.grid_candidates(MQA1, ATT)
+    grids = C.grid_candidates(MQA1, ours)
+    assert grids.index((1, 4, 16)) == grids.index((1, 16, 4)) + 1 < grids.index((1, 128, 1))  # 3-D before 2-D
+    assert sorted(grids) == sorted(C.grid_candidates(MQA1, ours.replace(attention_3d_first=False)))
+    assert ((P, P, 1), (P, 2, P), (P, 1, P)) in C.imap_candidates(MQA1, (1, 4, 16), ours)
+    # only with more than two inputs, and a user setting like the grid list
+    assert (2, 4, 16) not in C.grid_candidates(GQA1[:2], ours)
+    assert (2, 8, 8) in C.grid_candidates(GQA1, ours.replace(attention_grids_yz=((8, 8),)))
+    with pytest.raises(MirageError, match="attention_grids_yz"):
+        ours.replace(attention_grids_yz=((8, 0),))
+
+
 def test_imaps_user_combinations() -> None:
     combos = (
         ((P, P, P), (1, 0, P)),  # y entry on a g = 1 axis: normalised to ((−1,−1,−1),(1,−1,−1))

@@ -178,3 +178,11 @@ def test_ops_no_target_can_use_are_dropped_once(tmp_path: Path) -> None:
     verdicts = json.loads((res.run_dir / "verdicts.json").read_text())
     assert "no target applies" in verdicts[root[0]["expr"]]["reason"]
     assert not any((e["d"] or [None, None])[1] == "exp" for e in res.events() if e["e"] == "expand")
+
+
+def test_index_checks_keep_the_verified_set(reference_run: ml.search.SearchResult) -> None:
+    """Diagonal tiles (X's rows and W's columns split by one axis) are cut; no verified graph is lost."""
+    unchecked = search(index_checks=False)
+    assert [c.hash for c in reference_run.candidates] == [c.hash for c in unchecked.candidates]
+    assert reference_run.report.pruned["index"] > 0 and "index" not in unchecked.report.pruned
+    assert reference_run.report.states < unchecked.report.states
