@@ -8,6 +8,7 @@
 """
 
 from mirage_lab import absexpr, bench, search
+from mirage_lab.codegen import compile, generate_cuda
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.builder import new_kernel_graph, new_threadblock_graph
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
@@ -28,9 +29,11 @@ __all__ = [
     "absexpr",
     "bench",
     "bfloat16",
+    "compile",
     "float16",
     "float32",
     "float64",
+    "generate_cuda",
     "interpret",
     "load",
     "load_reference_checkpoint",

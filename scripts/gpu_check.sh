@@ -15,3 +15,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
   | tee "$OUT/interpret_gpu.txt"
 .venv-gpu/bin/python benchmarks/verify.py --backend cupy --repeats 1 --no-cached --json "$OUT/verify_gpu.json" \
   | tee "$OUT/verify_gpu.txt"
+# Issue 6: measured kernel times beside the proxy (skips itself while mirage_lab.codegen is missing),
+# then the proxy/measured rank correlation. Bounded so the whole check stays under 8 minutes.
+mkdir -p "$OUT/timings"
+timeout 240 .venv-gpu/bin/python benchmarks/kernels.py --max-graphs 4 --repeats 200 --out "$OUT/timings" --json \
+  2>&1 | tee "$OUT/kernels_gpu.txt" || echo "benchmarks/kernels.py stopped (exit $?)" | tee -a "$OUT/kernels_gpu.txt"
+.venv-gpu/bin/python benchmarks/cost.py --ranking --json "$OUT/cost_ranking.json" > "$OUT/cost_ranking.txt" || true

@@ -13,7 +13,7 @@ def test_public_api_is_thin_and_complete() -> None:
     for name in ("new_kernel_graph", "new_threadblock_graph", "interpret", "save", "load",
                  "load_reference_checkpoint", "float16", "bench", "MirageError"):
         assert hasattr(ml, name), name
-    assert len(ml.__all__) <= 20
+    assert len(ml.__all__) <= 22  # ≈15 names (DESIGN §1), plus ml.compile and ml.generate_cuda
     assert set(ml.bench.programs.PROGRAMS) >= {"rmsnorm", "gated_mlp", "lora", "gqa", "mha", "mqa",
                                                 "qknorm_gqa", "ntrans"}
 

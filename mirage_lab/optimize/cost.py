@@ -2,8 +2,10 @@
 
 The reference has no cost model: it profiles every candidate on a GPU. mirage_lab's cost interface
 has two implementations, *measured* (GPU timing) and this *proxy*. Every estimate it returns says
-``kind="proxy"`` (in its repr, ``str``, HTML and ``to_dict``) so a proxy figure is never mistaken for
-a measurement. It ranks μGraphs; its absolute seconds are a roofline bound, not a prediction.
+``kind="proxy"`` (in its repr, ``str``, HTML, ``to_dict`` and DataFrames) so a proxy figure is never
+mistaken for a measurement. It ranks μGraphs; its absolute seconds are a roofline bound, not a
+prediction. Results (``CostEstimate``, ``KernelCost``, ``OpCost``) live in ``estimate.py``, the GPU
+figures in ``hardware.py``, the occupancy rules in ``occupancy.py``, ranking in ``ranking.py``.
 
 ``proxy_cost(graph, hardware="H100")`` walks the kernel graph once. Rules (each a [lab] decision
 where SPEC is silent):
@@ -25,13 +27,17 @@ its tile ``tile_bytes(ℓ)`` per block ``iters(ℓ)`` times, ``iters = F`` if it
 ``R(ℓ) = tile_bytes(ℓ) · iters(ℓ) · N``, which equals ``bytes(D) × replication``, where replication
 is the product of the grid sizes on axes that replicate D (imap = φ). Per distinct input DTensor D:
 
-* the first ``bytes(D)`` are compulsory DRAM traffic;
+* the first ``bytes(D)`` are compulsory DRAM traffic (charged to the first loader of D);
 * the re-reads ``Σ_ℓ→D R(ℓ) − bytes(D)`` (replicated loaders, or D loaded twice) are served by L2
   if the kernel's re-read DTensors fit in L2 together (``Σ bytes(D) ≤ l2_bytes``), and are charged
   to L2 bandwidth; otherwise they are charged to DRAM as well.
 
 Savers write their output DTensors once (blocks write disjoint regions, SPEC §3.2):
-``DRAM += Σ bytes(saver DTensor)``. Shared-memory traffic is free.
+``DRAM += Σ bytes(saver DTensor)``. **Shared-memory traffic**: a loader writes what it reads
+(``R(ℓ)``); a compute op reads its distinct input tiles and writes its output tiles on every run;
+a saver reads its tile once per block. Which tiles live in shared memory follows the op table's
+``smem_counted`` flag (the SPEC §3.6 accounting): outputs of unary ops and of ``accum_no_red`` stay in
+registers (epilogue chains and register accumulators, SPEC §4) and are not counted.
 
 **FLOPs**, by the op table's ``Kind`` (``ELEMENT_FLOPS``), counted on DTensor dims at kernel level
 and on per-block, per-iteration tile dims at block level:
@@ -46,218 +52,66 @@ and on per-block, per-iteration tile dims at block level:
 * A block op runs ``F`` times per block, except a non-accumulator op with a post-loop input, which
   runs once (SPEC §3.4); accumulators run every iteration. Block FLOPs = per-run FLOPs × runs × N.
 
-**Time** (a roofline per kernel). With ``u`` the kernel's share of the GPU — ``min(1, N / SMs)`` for a
-customized op (one block per SM; pessimistic for memory-bound kernels, whose few SMs could each
-draw more than their share of bandwidth), 1 for a library kernel, and 1 everywhere with
-``occupancy=False``::
+**Occupancy** of a customized op (``occupancy.py``): resident blocks per SM ``b`` from its shared
+memory (the SPEC §3.6 sum), estimated registers and threads per block, and the architecture's limits;
+``waves = ceil(N / (SMs · b))``. Blocks are spread evenly, so the busiest SM runs ``c = ceil(N / SMs)``
+blocks over the kernel's life and holds ``r = min(b, c)`` at once. Then
 
-    memory_s  = max(DRAM / dram_bytes_per_s, L2 / l2_bytes_per_s) / u
-    compute_s = (tensor_flops / flops_per_s + vector_flops / vector_flops_per_s) / u
+* ``u = N / (SMs · c)``: the share of SM-time that has work (``N / SMs`` for a grid smaller than the
+  GPU; the tail of the last wave otherwise). Co-resident blocks share their SM's throughput, so ``b``
+  does not change ``u``. It scales compute and shared-memory time (per-SM resources).
+* ``e_mem = min(1, (N / waves) · inflight / (dram_bytes_per_s · dram_latency_s))``: Little's law over
+  the whole GPU, with ``N / waves`` the blocks resident on average and ``inflight`` the bytes one block
+  loads per iteration (all of an iteration's loads are issued before its barrier, SPEC §8.2 step 5).
+  It scales DRAM and L2 time: DRAM bandwidth is shared, and a few SMs can draw all of it (one SM loads
+  ~128 B/clock, ~10× its even share) provided enough bytes are in flight.
+* ``e_comp = min(1, r · warps / 4)``: an SM needs a warp on each of its 4 schedulers.
+
+A block that does not fit an SM (shared memory over ``smem_per_block``, too many threads) costs
+``inf`` and is reported as "does not fit". A library kernel gets ``u = e = 1`` (vendor kernels are
+tuned for occupancy); with ``occupancy=False`` every kernel does (every kernel gets the whole GPU).
+
+**Time** (a roofline per kernel)::
+
+    memory_s  = max(DRAM / dram_bytes_per_s / e_mem, L2 / l2_bytes_per_s / e_mem, smem / smem_bytes_per_s / u)
+    compute_s = (tensor_flops / flops_per_s + vector_flops / vector_flops_per_s) / (u · e_comp)
     kernel_s  = max(memory_s, compute_s) + launch_s
     seconds   = Σ_kernels kernel_s            ( = Σ roofline + launches × launch_s )
 
 All matmul FLOPs are charged at the fp16 dense tensor-core peak whatever the dtype (the benchmarks
 are fp16), other FLOPs at the fp32 CUDA-core peak (accumulation and transcendentals run in fp32).
 
-**Hardware presets** (``HARDWARE``: A100, H100, H200): vendor datasheet / whitepaper figures for the
-SXM parts; each preset's ``source`` field cites them. ``launch_s`` (3 µs) and ``l2_bytes_per_s`` are
-[uncertain] estimates, not datasheet figures. Pass a ``Hardware(...)`` (or ``dataclasses.replace`` a
-preset) to try other figures.
+**Per op** (``CostEstimate.per_op()``): a library kernel is one row charged its kernel's time; a
+customized kernel is one row for its launch plus one row per block op, each charged the kernel's
+roofline time in proportion to the op's own ``memory_s + compute_s`` (same formulas on the op's own
+bytes and FLOPs). The rows sum to ``seconds``.
+
+**Hardware presets** (``HARDWARE``: A100, H100, H200, in ``hardware.py``): datasheet / whitepaper and
+CUDA Programming Guide figures for the SXM parts; each preset's ``source`` field cites them.
+``launch_s`` (3 µs), ``l2_bytes_per_s`` and ``dram_latency_s`` are [uncertain] estimates. Pass a
+``Hardware(...)`` (or ``dataclasses.replace`` a preset) to try other figures, and
+``resources={node: BlockResources(...)}`` to replace the register / shared-memory estimate of a
+customized op with measured figures (``nvcc -Xptxas -v``).
 """
 
 from __future__ import annotations
 
-import html
 import math
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from mirage_lab.errors import MirageError
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor
 from mirage_lab.ir.ops import Kind, Op
 from mirage_lab.ir.tensor import TensorType
+from mirage_lab.optimize.estimate import CostEstimate, KernelCost, OpCost
+from mirage_lab.optimize.hardware import HARDWARE, Hardware, get_hardware
+from mirage_lab.optimize.occupancy import BlockResources, Occupancy, estimate_resources, occupancy
 
-__all__ = ["ELEMENT_FLOPS", "HARDWARE", "CostEstimate", "Hardware", "KernelCost", "get_hardware", "proxy_cost"]
+__all__ = ["ELEMENT_FLOPS", "HARDWARE", "BlockResources", "CostEstimate", "Hardware", "KernelCost", "OpCost",
+           "get_hardware", "proxy_cost"]
 
-
-# --------------------------------------------------------------------------- hardware
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """Throughput figures of one GPU.
-
-    ``dram_bytes_per_s``: peak HBM bandwidth. ``flops_per_s``: dense fp16 tensor-core peak (no
-    sparsity). ``vector_flops_per_s``: fp32 CUDA-core peak. ``launch_s``: per-kernel launch overhead.
-    ``l2_bytes``: L2 capacity. ``l2_bytes_per_s``: aggregate L2 → SM bandwidth. ``sms``: SM count.
-    ``arch``: the compute capability, as SPEC §3.6 names it.
-    """
-
-    name: str
-    arch: str
-    dram_bytes_per_s: float
-    flops_per_s: float
-    vector_flops_per_s: float
-    launch_s: float
-    l2_bytes: int
-    l2_bytes_per_s: float
-    sms: int
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        for f in ("dram_bytes_per_s", "flops_per_s", "vector_flops_per_s", "l2_bytes_per_s", "sms"):
-            if not getattr(self, f) > 0:
-                raise MirageError(f"Hardware {self.name!r}: {f} must be positive, got {getattr(self, f)!r}")
-        if self.launch_s < 0 or self.l2_bytes < 0:
-            raise MirageError(f"Hardware {self.name!r}: launch_s and l2_bytes must be ≥ 0")
-
-
-MB = 1 << 20
-LAUNCH_S = 3e-6  # [uncertain] back-to-back launch gap on one stream, a lab estimate (typically 2–5 µs)
-
-HARDWARE: dict[str, Hardware] = {
-    "A100": Hardware(
-        "A100", "sm_80", dram_bytes_per_s=2.039e12, flops_per_s=312e12, vector_flops_per_s=19.5e12,
-        launch_s=LAUNCH_S, l2_bytes=40 * MB, l2_bytes_per_s=5.0e12, sms=108,
-        source="NVIDIA A100 datasheet (SXM4 80GB: 2,039 GB/s HBM2e, FP16 tensor 312 TFLOPS dense, FP32 19.5 "
-               "TFLOPS); A100 whitepaper (108 SMs, 40 MB L2). L2 bandwidth [uncertain]: the whitepaper's "
-               "'2.3x V100 L2 read bandwidth' applied to V100's ~2.1 TB/s measured by Jia et al. (2018)."),
-    "H100": Hardware(
-        "H100", "sm_90", dram_bytes_per_s=3.35e12, flops_per_s=989.4e12, vector_flops_per_s=66.9e12,
-        launch_s=LAUNCH_S, l2_bytes=50 * MB, l2_bytes_per_s=7.0e12, sms=132,
-        source="NVIDIA H100 datasheet / Hopper whitepaper (SXM5: 3.35 TB/s HBM3, FP16 tensor 989.4 TFLOPS "
-               "dense (1,979 with sparsity), FP32 66.9 TFLOPS, 132 SMs, 50 MB L2). L2 bandwidth [uncertain]: "
-               "microbenchmarks report ~5.5 TB/s (H100 PCIe, Chips and Cheese 2023) to ~10 TB/s."),
-    "H200": Hardware(
-        "H200", "sm_90", dram_bytes_per_s=4.8e12, flops_per_s=989.4e12, vector_flops_per_s=66.9e12,
-        launch_s=LAUNCH_S, l2_bytes=50 * MB, l2_bytes_per_s=7.0e12, sms=132,
-        source="NVIDIA H200 datasheet (SXM: 4.8 TB/s HBM3e, FP16 tensor 1,979 TFLOPS with sparsity = 989 "
-               "dense, FP32 67 TFLOPS); same GH100 die as H100 SXM (132 SMs, 50 MB L2, same L2 estimate)."),
-}
-
-
-def get_hardware(hardware: str | Hardware) -> Hardware:
-    """A preset by name (case-insensitive) or a ``Hardware`` as is."""
-    if isinstance(hardware, Hardware):
-        return hardware
-    for name, hw in HARDWARE.items():
-        if name.lower() == str(hardware).lower():
-            return hw
-    raise MirageError(f"unknown hardware {hardware!r}; use one of {', '.join(HARDWARE)} or pass a Hardware(...)")
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class KernelCost:
-    """The proxy cost of one kernel (one non-input kernel-graph node)."""
-
-    node: int                 # index in the kernel graph's ``nodes``
-    op: str                   # "matmul", "customized", ...
-    dram_bytes: int
-    l2_bytes: int
-    tensor_flops: int
-    vector_flops: int
-    blocks: int | None        # grid size of a customized op; None for a library kernel
-    utilisation: float        # u: the kernel's share of the GPU's throughput
-    memory_s: float
-    compute_s: float
-    launch_s: float
-
-    @property
-    def flops(self) -> int:
-        return self.tensor_flops + self.vector_flops
-
-    @property
-    def roofline_s(self) -> float:
-        return max(self.memory_s, self.compute_s)
-
-    @property
-    def seconds(self) -> float:
-        return self.roofline_s + self.launch_s
-
-    @property
-    def bound(self) -> str:
-        """What dominates: "launch", "memory" or "compute"."""
-        if self.launch_s >= self.roofline_s:
-            return "launch"
-        return "memory" if self.memory_s >= self.compute_s else "compute"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "flops": self.flops, "seconds": self.seconds, "bound": self.bound}
-
-
-@dataclass(frozen=True)
-class CostEstimate:
-    """A cost estimate of a whole μGraph. ``kind`` is "proxy" for every estimate of this module."""
-
-    seconds: float
-    bytes_moved: int          # DRAM bytes
-    flops: int
-    launches: int
-    per_kernel: tuple[KernelCost, ...]
-    hardware: str
-    kind: str = "proxy"
-
-    @property
-    def l2_bytes_moved(self) -> int:
-        return sum(k.l2_bytes for k in self.per_kernel)
-
-    @property
-    def launch_s(self) -> float:
-        return sum(k.launch_s for k in self.per_kernel)
-
-    @property
-    def microseconds(self) -> float:
-        return self.seconds * 1e6
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "hardware": self.hardware, "seconds": self.seconds,
-                "bytes_moved": self.bytes_moved, "l2_bytes_moved": self.l2_bytes_moved, "flops": self.flops,
-                "launches": self.launches, "per_kernel": [k.to_dict() for k in self.per_kernel]}
-
-    def __repr__(self) -> str:
-        each = f" × {_us(self.launch_s / self.launches)}" if self.launches else ""
-        return (f"CostEstimate({self.kind} on {self.hardware}: {_us(self.seconds)} = "
-                f"{_us(self.seconds - self.launch_s)} roofline + {self.launches} launch"
-                f"{'' if self.launches == 1 else 'es'}{each}; {_mb(self.bytes_moved)} DRAM, "
-                f"{_mb(self.l2_bytes_moved)} L2, {self.flops / 1e9:.3g} GFLOP)")
-
-    def table(self) -> list[dict[str, Any]]:
-        """One row per kernel, for printing or a DataFrame."""
-        return [{"node": k.node, "op": k.op, "blocks": k.blocks, "DRAM MB": k.dram_bytes / 1e6,
-                 "L2 MB": k.l2_bytes / 1e6, "GFLOP": k.flops / 1e9, "u": k.utilisation,
-                 "µs": k.seconds * 1e6, "bound": k.bound} for k in self.per_kernel]
-
-    def __str__(self) -> str:
-        lines = [repr(self), f"  {'node':>4}  {'op':<12} {'blocks':>6} {'DRAM MB':>9} {'L2 MB':>8} "
-                             f"{'GFLOP':>8} {'u':>5} {'µs':>8}  bound"]
-        for r in self.table():
-            blocks = "-" if r["blocks"] is None else str(r["blocks"])
-            lines.append(f"  {r['node']:>4}  {r['op']:<12} {blocks:>6} {r['DRAM MB']:>9.3f} {r['L2 MB']:>8.3f} "
-                         f"{r['GFLOP']:>8.4f} {r['u']:>5.2f} {r['µs']:>8.2f}  {r['bound']}")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in
-                       ("node", "op", "blocks", "DRAM MB", "L2 MB", "GFLOP", "u", "µs", "bound"))
-        rows = []
-        for r in self.table():
-            cells = [r["node"], r["op"], "-" if r["blocks"] is None else r["blocks"], f"{r['DRAM MB']:.3f}",
-                     f"{r['L2 MB']:.3f}", f"{r['GFLOP']:.4f}", f"{r['u']:.2f}", f"{r['µs']:.2f}", r["bound"]]
-            rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-        return (f'<div class="mirage-lab-cost"><div style="font-family:monospace">{html.escape(repr(self))}</div>'
-                f"<table><tr>{head}</tr>{''.join(rows)}</table></div>")
-
-
-def _us(s: float) -> str:
-    return f"{s * 1e6:.3g} µs"
-
-
-def _mb(b: int) -> str:
-    return f"{b / 1e6:.3g} MB"
+#: warps an SM needs resident to keep its four schedulers busy
+SCHEDULERS_PER_SM = 4
 
 
 # --------------------------------------------------------------------------- FLOPs
@@ -294,15 +148,39 @@ def _op_flops(node: Node, tensors: tuple[TensorType, ...]) -> tuple[int, int]:
     return 0, per * tensors[ids[0]].numel
 
 
-# --------------------------------------------------------------------------- per kernel
+# --------------------------------------------------------------------------- traffic
 
 
 @dataclass
 class _Traffic:
+    """Bytes and FLOPs of one op or one kernel."""
+
     dram: int = 0
     l2: int = 0
+    smem: int = 0
     tensor_flops: int = 0
     vector_flops: int = 0
+
+    def add(self, other: _Traffic) -> None:
+        self.dram += other.dram
+        self.l2 += other.l2
+        self.smem += other.smem
+        self.tensor_flops += other.tensor_flops
+        self.vector_flops += other.vector_flops
+
+
+@dataclass
+class _Kernel:
+    """Totals of one kernel plus its ops (node index in the block graph, op, shape, traffic)."""
+
+    total: _Traffic = field(default_factory=_Traffic)
+    ops: list[tuple[int, Node, str, _Traffic]] = field(default_factory=list)
+    inflight: int = 0  # bytes one block loads per iteration
+
+
+def _shape(node: Node, tensors: tuple[TensorType, ...]) -> str:
+    ids = node.outputs or node.inputs
+    return "×".join(map(str, tensors[ids[0]].dims)) if ids else ""
 
 
 def _library_kernel(node: Node, g: KernelGraph) -> _Traffic:
@@ -313,71 +191,164 @@ def _library_kernel(node: Node, g: KernelGraph) -> _Traffic:
     return t
 
 
-def _customized_kernel(bg: BlockGraph, inputs: Iterable[int] | None, l2_bytes: int) -> _Traffic:
-    """Traffic of one customized op. ``inputs`` are the kernel tensor ids bound to the loaders (None:
-    each loader reads its own DTensor)."""
-    t = _Traffic()
+def _customized_kernel(bg: BlockGraph, inputs: Sequence[int] | None, l2_bytes: int, depth: int = 1) -> _Kernel:
+    """Traffic of one customized op, per block op. ``inputs`` are the kernel tensor ids bound to the
+    loaders (None: each loader reads its own DTensor); ``depth``: iterations in flight per forloop loader."""
     n, f = bg.num_blocks, bg.forloop_range
     loaders = bg.loaders
     ids = list(inputs) if inputs is not None else list(range(len(loaders)))
     reads: dict[int, int] = {}
     size: dict[int, int] = {}
+    per_loader: list[tuple[int, Node, int]] = []
+    kernel = _Kernel()
     for tid, loader in zip(ids, loaders, strict=True):
         tile = bg.tensors[loader.outputs[0]]
         iters = f if int(loader.attr("fmap")) >= 0 else 1
-        reads[tid] = reads.get(tid, 0) + tile.nbytes * iters * n
+        r = tile.nbytes * iters * n
+        reads[tid] = reads.get(tid, 0) + r
         size[tid] = loader_dtensor(loader).nbytes
-    rereads = {tid: reads[tid] - size[tid] for tid in reads if reads[tid] > size[tid]}
-    t.dram = sum(size.values())
-    if sum(size[tid] for tid in rereads) <= l2_bytes:
-        t.l2 = sum(rereads.values())
-    else:
-        t.dram += sum(rereads.values())
-    t.dram += sum(o.nbytes for o in bg.output_types)
-    for node in bg.compute_nodes:
-        post_input = any(bg.tensors[i].post_loop for i in node.inputs)
-        runs = 1 if post_input and node.kind is not Kind.ACCUM else f
-        tf, vf = _op_flops(node, bg.tensors)
-        t.tensor_flops += tf * runs * n
-        t.vector_flops += vf * runs * n
-    return t
+        per_loader.append((tid, loader, r))
+        kernel.inflight += tile.nbytes * (min(depth, f) if iters > 1 else 1)
+    rereads_fit_l2 = sum(size[tid] for tid in reads if reads[tid] > size[tid]) <= l2_bytes
+    compulsory = dict(size)
+    index = {id(nd): i for i, nd in enumerate(bg.nodes)}
+    smem_tensors = {o for nd in bg.nodes if nd.op.spec.smem_counted for o in nd.outputs}
+
+    def in_smem(tensor: int) -> bool:
+        return tensor in smem_tensors
+    for tid, loader, r in per_loader:
+        t = _Traffic(smem=r)
+        first = min(r, compulsory[tid])
+        compulsory[tid] -= first
+        t.dram = first
+        if rereads_fit_l2:
+            t.l2 = r - first
+        else:
+            t.dram += r - first
+        kernel.ops.append((index[id(loader)], loader, _shape(loader, bg.tensors), t))
+    for node in bg.nodes:
+        if node.op is Op.INPUT:
+            continue
+        t = _Traffic()
+        if node.op is Op.OUTPUT:
+            t.smem = bg.tensors[node.inputs[0]].nbytes * n if in_smem(node.inputs[0]) else 0
+            t.dram = next(o for s, o in zip(bg.savers, bg.output_types, strict=True) if s is node).nbytes
+        else:
+            post_input = any(bg.tensors[i].post_loop for i in node.inputs)
+            runs = 1 if post_input and node.kind is not Kind.ACCUM else f
+            tf, vf = _op_flops(node, bg.tensors)
+            t.tensor_flops, t.vector_flops = tf * runs * n, vf * runs * n
+            touched = sum(bg.tensors[i].nbytes for i in dict.fromkeys(node.inputs) if in_smem(i))
+            if node.op.spec.smem_counted:
+                touched += sum(bg.tensors[o].nbytes for o in node.outputs)
+            t.smem = touched * runs * n
+        kernel.ops.append((index[id(node)], node, _shape(node, bg.tensors), t))
+    kernel.ops.sort(key=lambda e: e[0])
+    for *_, t in kernel.ops:
+        kernel.total.add(t)
+    return kernel
 
 
-def _kernel_cost(index: int, node: Node, t: _Traffic, blocks: int | None, hw: Hardware,
-                 occupancy: bool) -> KernelCost:
-    u = min(1.0, blocks / hw.sms) if (blocks is not None and occupancy) else 1.0
-    memory_s = max(t.dram / hw.dram_bytes_per_s, t.l2 / hw.l2_bytes_per_s) / u
-    compute_s = (t.tensor_flops / hw.flops_per_s + t.vector_flops / hw.vector_flops_per_s) / u
+# --------------------------------------------------------------------------- time
+
+
+def _memory_s(t: _Traffic, hw: Hardware, e_mem: float = 1.0, u: float = 1.0) -> float:
+    """Memory time: DRAM and L2 terms at the latency-hiding factor, shared memory at the SMs in use."""
+    if e_mem <= 0 or u <= 0:
+        return math.inf if (t.dram or t.l2 or t.smem) else 0.0
+    return max(t.dram / hw.dram_bytes_per_s / e_mem, t.l2 / hw.l2_bytes_per_s / e_mem,
+               t.smem / hw.smem_bytes_per_s / u)
+
+
+def _compute_s(t: _Traffic, hw: Hardware, scale: float = 1.0) -> float:
+    flops = t.tensor_flops / hw.flops_per_s + t.vector_flops / hw.vector_flops_per_s
+    if scale <= 0:
+        return math.inf if flops else 0.0
+    return flops / scale
+
+
+def _library_cost(index: int, node: Node, g: KernelGraph, hw: Hardware) -> KernelCost:
+    t = _library_kernel(node, g)
+    memory_s, compute_s = _memory_s(t, hw), _compute_s(t, hw)
+    op = OpCost(kernel=index, node=None, level="kernel", op=node.op.value, shape=_shape(node, g.tensors),
+                dram_bytes=t.dram, l2_bytes=t.l2, smem_bytes=0, tensor_flops=t.tensor_flops,
+                vector_flops=t.vector_flops, memory_s=memory_s, compute_s=compute_s,
+                seconds=max(memory_s, compute_s) + hw.launch_s)
     return KernelCost(node=index, op=node.op.value, dram_bytes=t.dram, l2_bytes=t.l2,
-                      tensor_flops=t.tensor_flops, vector_flops=t.vector_flops, blocks=blocks,
-                      utilisation=u, memory_s=memory_s, compute_s=compute_s, launch_s=hw.launch_s)
+                      tensor_flops=t.tensor_flops, vector_flops=t.vector_flops, blocks=None, utilisation=1.0,
+                      memory_s=memory_s, compute_s=compute_s, launch_s=hw.launch_s, ops=(op,))
+
+
+def _efficiencies(n: int, occ: Occupancy, inflight: int, hw: Hardware) -> tuple[float, float, float]:
+    """(u, e_mem, e_comp) of a fitting customized op (module docstring)."""
+    c = math.ceil(n / hw.sms)
+    r = min(occ.blocks_per_sm, c)
+    u = n / (hw.sms * c)
+    need = hw.dram_bytes_per_s * hw.dram_latency_s
+    resident = n / occ.waves(n, hw)
+    e_mem = min(1.0, resident * inflight / need) if need > 0 else 1.0
+    e_comp = min(1.0, r * occ.resources.warps / SCHEDULERS_PER_SM)
+    return u, e_mem, e_comp
+
+
+def _customized_cost(index: int, bg: BlockGraph, inputs: Sequence[int] | None, hw: Hardware, use_occupancy: bool,
+                     resources: BlockResources | None) -> KernelCost:
+    k = _customized_kernel(bg, inputs, hw.l2_bytes, hw.pipeline_depth)
+    n = bg.num_blocks
+    occ = occupancy(resources or estimate_resources(bg), hw)
+    if not use_occupancy:
+        u, e_mem, e_comp = 1.0, 1.0, 1.0
+    elif occ.fits:
+        u, e_mem, e_comp = _efficiencies(n, occ, k.inflight, hw)
+    else:
+        u, e_mem, e_comp = 0.0, 0.0, 0.0
+    memory_s, compute_s = _memory_s(k.total, hw, e_mem, u), _compute_s(k.total, hw, u * e_comp)
+    roofline = max(memory_s, compute_s)
+    own = [(_memory_s(t, hw, e_mem, u), _compute_s(t, hw, u * e_comp)) for *_, t in k.ops]
+    weight = math.fsum(m + c for m, c in own)
+    ops = [OpCost(kernel=index, node=None, level="kernel", op=Op.CUSTOMIZED.value,
+                  shape="×".join(map(str, bg.grid)) + f" grid, F={bg.forloop_range}", dram_bytes=0, l2_bytes=0,
+                  smem_bytes=0, tensor_flops=0, vector_flops=0, memory_s=0.0, compute_s=0.0, seconds=hw.launch_s)]
+    for (i, node, shape, t), (m, c) in zip(k.ops, own, strict=True):
+        share = (m + c) / weight if weight > 0 and math.isfinite(weight) else 1.0 / len(own)
+        ops.append(OpCost(kernel=index, node=i, level="block", op=node.op.value, shape=shape, dram_bytes=t.dram,
+                          l2_bytes=t.l2, smem_bytes=t.smem, tensor_flops=t.tensor_flops,
+                          vector_flops=t.vector_flops, memory_s=m, compute_s=c, seconds=roofline * share))
+    res = occ.resources
+    return KernelCost(node=index, op=Op.CUSTOMIZED.value, dram_bytes=k.total.dram, l2_bytes=k.total.l2,
+                      tensor_flops=k.total.tensor_flops, vector_flops=k.total.vector_flops, blocks=n, utilisation=u,
+                      memory_s=memory_s, compute_s=compute_s, launch_s=hw.launch_s, smem_bytes=k.total.smem,
+                      memory_efficiency=e_mem, compute_efficiency=e_comp, blocks_per_sm=occ.blocks_per_sm,
+                      waves=occ.waves(n, hw), limiter=occ.limiter, threads=res.threads,
+                      regs_per_thread=res.regs_per_thread, smem_per_block=res.smem_bytes,
+                      resources_source=res.source, ops=tuple(ops))
 
 
 # --------------------------------------------------------------------------- entry point
 
 
 def proxy_cost(graph: KernelGraph | BlockGraph, hardware: str | Hardware = "H100", *,
-               occupancy: bool = True) -> CostEstimate:
+               occupancy: bool = True, resources: Mapping[int, BlockResources] | None = None) -> CostEstimate:
     """The proxy cost of a μGraph (rules in the module docstring); always ``kind == "proxy"``.
 
-    A ``BlockGraph`` is costed as a kernel graph holding just that customized op.
-    ``occupancy=False`` drops the grid-size utilisation factor (every kernel gets the whole GPU).
+    A ``BlockGraph`` is costed as a kernel graph holding just that customized op (node 0).
+    ``occupancy=False`` drops the grid-size and latency-hiding factors (every kernel gets the whole
+    GPU). ``resources`` maps a customized op's kernel-graph node index to measured
+    ``BlockResources`` (threads, registers per thread, shared memory) that replace the estimate.
     """
     hw = get_hardware(hardware)
+    given = dict(resources or {})
     kernels: list[KernelCost] = []
     if isinstance(graph, BlockGraph):
-        node = Node(Op.CUSTOMIZED, (), (), body=graph)
-        kernels.append(_kernel_cost(0, node, _customized_kernel(graph, None, hw.l2_bytes), graph.num_blocks,
-                                    hw, occupancy))
+        kernels.append(_customized_cost(0, graph, None, hw, occupancy, given.get(0)))
     elif isinstance(graph, KernelGraph):
         for i, node in enumerate(graph.nodes):
             if node.kind is Kind.IO:
                 continue
             if node.body is not None:
-                traffic = _customized_kernel(node.body, node.inputs, hw.l2_bytes)
-                kernels.append(_kernel_cost(i, node, traffic, node.body.num_blocks, hw, occupancy))
+                kernels.append(_customized_cost(i, node.body, node.inputs, hw, occupancy, given.get(i)))
             else:
-                kernels.append(_kernel_cost(i, node, _library_kernel(node, graph), None, hw, occupancy))
+                kernels.append(_library_cost(i, node, graph, hw))
     else:
         raise TypeError(f"proxy_cost expects a KernelGraph or BlockGraph, got {type(graph).__name__}")
     per_kernel = tuple(kernels)

@@ -1,0 +1,518 @@
+"""μGraph → standalone CUDA C (SPEC §8.2), one ``extern "C" __global__`` kernel per customized op.
+
+A generated kernel follows the interpreter's §3.4 semantics exactly: ``blockIdx`` picks the
+tiles by imap, loaders without a for-loop dim are hoisted before ``for (i < F)``, the others
+read tile ``c·F + i`` along their fmap; accumulators live in fp32 shared memory (zeroed before
+the loop, or seeded at i = 0 for max / rescale), are finalised after it, and post-loop ops and
+savers run once at the end. Storage is the tensors' dtype (fp16 as ``__half``); arithmetic is
+fp32. Every op is an element loop (``idx`` strided by the thread count) computing ``float v``;
+ops fused into a producer's epilogue (SPEC §4) are applied to ``v`` in registers before the
+store. Stages and barriers come from ``optimize.schedule``, offsets from ``optimize.memory``.
+
+Kernel-level ops other than customized ones are library calls, run through CuPy by ``run.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+
+from mirage_lab.errors import UnsupportedOpError
+from mirage_lab.ir.dtype import DType
+from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph, Node, loader_dtensor, saver_dtensor
+from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
+from mirage_lab.optimize.memory import SmemPlan, plan_shared_memory
+from mirage_lab.optimize.schedule import BlockSchedule, schedule_block_graph
+
+KERNEL_PREFIX = "mirage_k"
+AXES = "xyz"
+#: storage type, load conversion, store conversion
+CTYPES: dict[DType, tuple[str, str, str]] = {
+    DType.FLOAT16: ("__half", "__half2float({})", "__float2half({})"),
+    DType.BFLOAT16: ("__nv_bfloat16", "__bfloat162float({})", "__float2bfloat16({})"),
+    DType.FLOAT32: ("float", "{}", "{}"),
+}
+#: kernel-level ops that run as CuPy library calls
+LIBRARY_KINDS = frozenset({Kind.MATMUL, Kind.UNARY, Kind.BINARY, Kind.REDUCTION, Kind.NORM})
+
+HELPERS = """\
+#ifndef MIRAGE_LAB_HELPERS  // guarded, so that several generated sources can share one file
+#define MIRAGE_LAB_HELPERS
+__device__ __forceinline__ float mirage_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoid(x); }
+__device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
+#endif
+"""
+
+
+# --------------------------------------------------------------------------- the kernel-graph plan
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """A generated kernel; ``args`` are DTensor ids: the customized op's inputs, then its outputs."""
+
+    node: int
+    name: str
+    grid: Grid
+    threads: int
+    smem_bytes: int
+    args: tuple[int, ...]
+    barriers: int
+
+    def __str__(self) -> str:
+        g = ",".join(map(str, self.grid))
+        return (f"{self.name}<<<({g}), {self.threads}, {self.smem_bytes} B>>>"
+                f"({', '.join(f'd{a}' for a in self.args)})  # {self.barriers} barriers")
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """A predefined kernel op run through CuPy (``run.LIBRARY``)."""
+
+    node: int
+    op: Op
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    attrs: Attrs = ()
+
+    def __str__(self) -> str:
+        outs = ", ".join(f"d{t}" for t in self.outputs)
+        attrs = "".join(f", {k}={v}" for k, v in self.attrs)
+        return f"{outs} = cupy.{self.op.value}({', '.join(f'd{t}' for t in self.inputs)}{attrs})"
+
+
+Step = KernelLaunch | LibraryCall
+
+
+@dataclass(frozen=True)
+class CudaProgram:
+    tensors: tuple[TensorType, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    steps: tuple[Step, ...]
+
+    @property
+    def launches(self) -> tuple[KernelLaunch, ...]:
+        return tuple(s for s in self.steps if isinstance(s, KernelLaunch))
+
+    def __str__(self) -> str:
+        ins = ", ".join(f"d{t}: {self.tensors[t]}" for t in self.inputs)
+        body = [f"  {s}" for s in self.steps]
+        return "\n".join([f"CudaProgram({ins})", *body, f"  return {', '.join(f'd{t}' for t in self.outputs)}"])
+
+
+def plan_cuda(graph: KernelGraph) -> CudaProgram:
+    steps: list[Step] = []
+    for k, node in enumerate(graph.nodes):
+        if node.op is Op.INPUT:
+            continue
+        if node.body is not None:
+            bg = node.body
+            sched = schedule_block_graph(bg)
+            plan = plan_shared_memory(bg, sched)
+            steps.append(KernelLaunch(k, f"{KERNEL_PREFIX}{k}", bg.grid, math.prod(bg.block), plan.peak,
+                                      node.inputs + node.outputs, sched.barriers))
+        elif node.kind in LIBRARY_KINDS:
+            steps.append(LibraryCall(k, node.op, node.inputs, node.outputs, node.attrs))
+        else:
+            raise UnsupportedOpError(f"kernel-level op {node.op.value} (node {k}) has no CUDA lowering")
+    return CudaProgram(graph.tensors, graph.inputs, graph.outputs, tuple(steps))
+
+
+def generate_cuda(graph: KernelGraph) -> str:
+    """The complete CUDA source of ``graph``: one kernel per customized op, in node order."""
+    dtypes = {t.dtype for bg in graph.block_graphs for t in bg.tensors}
+    head = ["// Generated by mirage_lab.codegen.cuda from a μGraph; regenerate rather than edit.",
+            "#include <cuda_fp16.h>"]
+    if DType.BFLOAT16 in dtypes:
+        head.append("#include <cuda_bf16.h>")
+    kernels = [KernelWriter(node.body, f"{KERNEL_PREFIX}{k}").source()
+               for k, node in enumerate(graph.nodes) if node.body is not None]
+    return "\n".join(head) + "\n\n" + HELPERS + "".join("\n" + src for src in kernels)
+
+
+# --------------------------------------------------------------------------- C expression helpers
+
+
+def cfloat(x: float) -> str:
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "-INFINITY"
+    r = repr(float(x))
+    return r + "f" if ("." in r or "e" in r) else r + ".f"
+
+
+def coords(dims: Dims, idx: str) -> list[str]:
+    """C expressions of the row-major coordinates of flat index ``idx`` (which is < numel)."""
+    out = []
+    for d, (n, s) in enumerate(zip(dims, contiguous_strides(dims), strict=True)):
+        c = idx if s == 1 else f"{idx} / {s}"
+        outermost = all(x == 1 for x in dims[:d])  # no modulo needed: idx / s < n already
+        out.append("0" if n == 1 else c if outermost else f"({c}) % {n}" if s != 1 else f"{c} % {n}")
+    return out
+
+
+def flat(dims: Dims, cs: list[str]) -> str:
+    """The flat row-major index of coordinates ``cs`` (size-1 dims broadcast: they read index 0)."""
+    terms = [c if s == 1 else f"({c}) * {s}" if " " in c else f"{c} * {s}"
+             for c, n, s in zip(cs, dims, contiguous_strides(dims), strict=True) if n > 1 and c != "0"]
+    return " + ".join(terms) or "0"
+
+
+UNARY_EXPR: dict[Op, Callable[[str, Node], str]] = {
+    Op.EXP: lambda x, n: f"expf({x})",
+    Op.SQUARE: lambda x, n: f"{x} * {x}",
+    Op.SQRT: lambda x, n: f"sqrtf({x})",
+    Op.MUL_SCALAR: lambda x, n: f"{x} * {cfloat(n.attr('scalar'))}",
+    Op.SILU: lambda x, n: f"mirage_silu({x})",
+    Op.SIGMOID: lambda x, n: f"mirage_sigmoid({x})",
+    Op.GELU: lambda x, n: f"mirage_gelu({x})",
+    Op.RELU: lambda x, n: f"fmaxf({x}, 0.f)",
+    Op.CLAMP: lambda x, n: f"fminf(fmaxf({x}, {cfloat(n.attr('min'))}), {cfloat(n.attr('max'))})",
+    Op.LOG: lambda x, n: f"logf({x})",
+}
+BINARY_EXPR: dict[Op, Callable[[str, str], str]] = {
+    Op.ADD: lambda a, b: f"{a} + {b}",
+    Op.SUB: lambda a, b: f"{a} - {b}",
+    Op.MUL: lambda a, b: f"{a} * {b}",
+    Op.DIV: lambda a, b: f"{a} / {b}",
+    Op.POW: lambda a, b: f"powf({a}, {b})",
+}
+#: accumulator post-processing after the loop; ``count`` = F · (the input's last dim) (SPEC §3.3)
+FINAL_EXPR: dict[Op, Callable[[str, int], str]] = {
+    Op.ACCUM_MEAN: lambda v, count: f"{v} / {cfloat(count)}",
+    Op.ACCUM_RMS: lambda v, count: f"sqrtf({v} / {cfloat(count)})",
+}
+
+
+# --------------------------------------------------------------------------- one kernel
+
+
+class KernelWriter:
+    """Emits the kernel of one block graph; ``EMIT[op](writer, k)`` writes node k's code."""
+
+    def __init__(self, bg: BlockGraph, name: str) -> None:
+        self.bg, self.name = bg, name
+        self.schedule: BlockSchedule = schedule_block_graph(bg)
+        self.plan: SmemPlan = plan_shared_memory(bg, self.schedule)
+        self.threads = math.prod(bg.block)
+        self.lines: list[str] = []
+        self.depth = 1
+        self.loader_param = {k: f"in{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.INPUT)}
+        self.saver_param = {k: f"out{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.OUTPUT)}
+        for t in bg.tensors:
+            ctype(t.dtype)  # fail early on an unsupported dtype
+
+    # ----- text
+    def line(self, s: str) -> None:
+        self.lines.append("  " * self.depth + s)
+
+    @contextmanager
+    def block(self, head: str) -> Iterator[None]:
+        self.line(f"{head} {{" if head else "{")
+        self.depth += 1
+        yield
+        self.depth -= 1
+        self.line("}")
+
+    def for_each(self, n: int, var: str = "idx") -> AbstractContextManager[None]:
+        return self.block(f"for (int {var} = threadIdx.x; {var} < {n}; {var} += {self.threads})")
+
+    def barrier(self, why: str) -> None:
+        self.line(f"__syncthreads();  // {why}")
+
+    # ----- tensors
+    def dims(self, t: int) -> Dims:
+        return self.bg.tensors[t].dims
+
+    def ld(self, t: int, idx: str) -> str:
+        return CTYPES[self.bg.tensors[t].dtype][1].format(f"s{t}[{idx}]")
+
+    def st(self, t: int, idx: str, v: str) -> None:
+        self.line(f"s{t}[{idx}] = {CTYPES[self.bg.tensors[t].dtype][2].format(v)};")
+
+    def elementwise(self, k: int, body: Callable[[list[str]], list[str]]) -> None:
+        """Loop over node k's output; ``body(coords)`` defines ``float v``; then its epilogue and the store."""
+        node = self.bg.nodes[k]
+        out = node.outputs[0]
+        with self.for_each(self.bg.tensors[out].numel):
+            for s in body(coords(self.dims(out), "idx")):
+                self.line(s)
+            for j in self.schedule.chain(k):
+                fused = self.bg.nodes[j]
+                if fused.kind is Kind.ACCUM:  # SPEC §4: a NO_RED accumulator at the end of the chain
+                    self.line(f"acc{j}[idx] += v;  // {fused.op.value}")
+                    return
+                self.line(f"v = {UNARY_EXPR[fused.op]('v', fused)};  // fused {fused.op.value}")
+                out = fused.outputs[0]
+            self.st(out, "idx", "v")
+
+    # ----- the kernel
+    def source(self) -> str:
+        bg, sched, plan = self.bg, self.schedule, self.plan
+        params = [f"const {ctype(loader_dtensor(bg.nodes[k]).dtype)}* __restrict__ {p}"
+                  for k, p in self.loader_param.items()]
+        params += [f"{ctype(saver_dtensor(bg, bg.nodes[k]).dtype)}* __restrict__ {p}"
+                   for k, p in self.saver_param.items()]
+        self.line(f"// grid {bg.grid}, {self.threads} threads, F = {bg.forloop_range}, "
+                  f"{plan.peak} B shared ({plan.strategy}; {plan.naive} B without reuse), {sched.barriers} barriers")
+        self.line("extern __shared__ __align__(16) char smem[];")
+        for b in plan.buffers:
+            ty = ctype(bg.tensors[int(b.key[1:])].dtype) if b.key.startswith("s") else "float"
+            self.line(f"{ty}* {b.key} = reinterpret_cast<{ty}*>(smem + {plan.offsets[b.key]});")
+        for st in sched.prologue:
+            for k in st.nodes:
+                self.emit(k, "hoisted: the same tile every iteration")
+        for k, node in enumerate(bg.nodes):
+            if node.kind is Kind.ACCUM and node.op.spec.accum and node.op.spec.accum.combine == "sum":
+                with self.for_each(bg.tensors[node.outputs[0]].numel):
+                    self.line(f"acc{k}[idx] = 0.f;  // each thread updates the elements it zeroes")
+        if sched.prologue:
+            self.barrier("hoisted tiles are read by every thread")
+        with self.block(f"for (int i = 0; i < {bg.forloop_range}; ++i)"):
+            for s, st in enumerate(sched.loop):
+                for k in st.nodes:
+                    self.emit(k)
+                self.barrier("next stage reads this one" if s + 1 < len(sched.loop)
+                             else "the next iteration overwrites tiles still being read")
+        for s, st in enumerate(sched.epilogue):
+            if s:
+                self.barrier("next stage reads this one")
+            for k in st.nodes:
+                (self.finalize if bg.nodes[k].kind is Kind.ACCUM else self.emit)(k)
+        body = "\n".join(self.lines)
+        return f'extern "C" __global__ void __launch_bounds__({self.threads}) {self.name}(\n    ' \
+               + ",\n    ".join(params) + ") {\n" + body + "\n}\n"
+
+    def emit(self, k: int, note: str = "") -> None:
+        node = self.bg.nodes[k]
+        if node.op not in EMIT:
+            raise UnsupportedOpError(f"block op {node.op.value} (node {k}) is not supported by the CUDA backend"
+                                     f"{': ' + UNSUPPORTED[node.op] if node.op in UNSUPPORTED else ''}")
+        outs = ", ".join(f"s{t}" for t in node.outputs)
+        ins = ", ".join(f"s{t}" for t in node.inputs)
+        self.line(f"// {outs or 'saver'} = {node.op.value}({ins}){'  // ' + note if note else ''}")
+        with self.block(""):
+            EMIT[node.op](self, k)
+
+    def finalize(self, k: int) -> None:
+        node = self.bg.nodes[k]
+        out = node.outputs[0]
+        count = self.bg.forloop_range * self.dims(node.inputs[0])[-1]
+        with self.for_each(self.bg.tensors[out].numel):
+            v = FINAL_EXPR[node.op](f"acc{k}[idx]", count) if node.op in FINAL_EXPR else f"acc{k}[idx]"
+            self.st(out, "idx", v)
+
+
+def ctype(dtype: DType) -> str:
+    if dtype not in CTYPES:
+        raise UnsupportedOpError(f"dtype {dtype} has no CUDA storage type here; use fp16, bf16 or fp32")
+    return CTYPES[dtype][0]
+
+
+# --------------------------------------------------------------------------- per-op emission
+
+
+def _tile_copy(w: KernelWriter, tile: Dims, full: Dims, base: str, smem: str, glob: str, load: bool,
+               itemsize: int) -> None:
+    """Copy one tile between shared memory (contiguous) and a row-major DTensor at offset ``base``.
+
+    16-byte vectors when every tile row is whole vectors and every DTensor row starts aligned."""
+    vec = 16 // itemsize
+    step = vec if tile[-1] % vec == 0 and full[-1] % vec == 0 else 1
+    w.line(f"const long long base = {base};")
+    with w.for_each(math.prod(tile) // step, "c"):
+        w.line(f"const int idx = c * {step};" if step > 1 else "const int idx = c;")
+        g = flat(full, coords(tile, "idx")) if tile != full else "idx"
+        src, dst = (f"{glob}[base + {g}]", f"{smem}[idx]") if load else (f"{smem}[idx]", f"{glob}[base + {g}]")
+        if step > 1:
+            src, dst = f"*reinterpret_cast<const uint4*>(&{src})", f"*reinterpret_cast<uint4*>(&{dst})"
+        w.line(f"{dst} = {src};")
+
+
+def _block_offset(w: KernelWriter, full: Dims, tile: Dims, amap: tuple[int, ...], fmap: int) -> str:
+    """The DTensor offset of this block's (and iteration's) tile: ``c[d]·t[d]`` per SPEC §3.4."""
+    strides = contiguous_strides(full)
+    terms = []
+    for d in range(len(full)):
+        unit = tile[d] * strides[d]
+        for a in range(3):
+            if amap[a] == d and w.bg.grid[a] > 1:
+                scale = unit * (w.bg.forloop_range if fmap == d else 1)
+                terms.append(f"(long long)blockIdx.{AXES[a]} * {scale}")
+        if fmap == d:
+            terms.append(f"(long long)i * {unit}")
+    return " + ".join(terms) or "0"
+
+
+def emit_loader(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    d = loader_dtensor(node)
+    t = node.outputs[0]
+    base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1))
+    _tile_copy(w, w.dims(t), d.dims, base, f"s{t}", w.loader_param[k], True, d.dtype.itemsize)
+
+
+def emit_saver(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    t = node.inputs[0]
+    d = saver_dtensor(w.bg, node)
+    base = _block_offset(w, d.dims, w.dims(t), node.attr("omap"), -1)
+    _tile_copy(w, w.dims(t), d.dims, base, f"s{t}", w.saver_param[k], False, d.dtype.itemsize)
+
+
+def emit_unary(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    w.elementwise(k, lambda cs: [f"float v = {UNARY_EXPR[node.op](w.ld(node.inputs[0], 'idx'), node)};"])
+
+
+def emit_binary(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    a, b = node.inputs
+
+    def body(cs: list[str]) -> list[str]:
+        ia, ib = (("idx" if w.dims(t) == w.dims(node.outputs[0]) else flat(w.dims(t), cs)) for t in (a, b))
+        return [f"float v = {BINARY_EXPR[node.op](w.ld(a, ia), w.ld(b, ib))};"]
+
+    w.elementwise(k, body)
+
+
+def emit_matmul(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    parts = list(zip(node.inputs[:len(node.inputs) // 2], node.inputs[len(node.inputs) // 2:], strict=True))
+    n = w.dims(node.outputs[0])[-1]
+
+    def body(cs: list[str]) -> list[str]:
+        lines = [f"const int m = idx / {n}, n = idx % {n};", "float v = 0.f;"]
+        if all(w.dims(a)[-1] == w.dims(b)[-2] for a, b in parts):  # concat_then_matmul: A0·B0 + A1·B1
+            for a, b in parts:
+                ka = w.dims(a)[-1]
+                lines.append(f"for (int kk = 0; kk < {ka}; ++kk) v += {w.ld(a, f'm * {ka} + kk')} * "
+                             f"{w.ld(b, f'kk * {n} + n')};")
+            return lines
+        (a0, b0), (a1, b1) = parts  # split points differ: multiply the concatenations
+        ka0, ka1, kb0 = w.dims(a0)[-1], w.dims(a1)[-1], w.dims(b0)[-2]
+        lhs = f"(kk < {ka0} ? {w.ld(a0, f'm * {ka0} + kk')} : {w.ld(a1, f'm * {ka1} + kk - {ka0}')})"
+        rhs = f"(kk < {kb0} ? {w.ld(b0, f'kk * {n} + n')} : {w.ld(b1, f'(kk - {kb0}) * {n} + n')})"
+        return [*lines, f"for (int kk = 0; kk < {ka0 + ka1}; ++kk) v += {lhs} * {rhs};"]
+
+    w.elementwise(k, body)
+
+
+def _reduce_lines(w: KernelWriter, x: int, dim: int, group: int, cs: list[str], op: str) -> list[str]:
+    """``v = op over r of x[.., j + r·group, ..]`` along ``dim`` (strided grouping, SPEC §2)."""
+    dims = w.dims(x)
+    stride = contiguous_strides(dims)[dim] * group
+    first = w.ld(x, "base")
+    step = w.ld(x, f"base + r * {stride}")
+    acc = f"v += {step};" if op == "sum" else f"v = fmaxf(v, {step});"
+    return [f"const int base = {flat(dims, cs)};", f"float v = {first};",
+            f"for (int r = 1; r < {dims[dim] // group}; ++r) {acc}"]
+
+
+def emit_reduction(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    dim = int(node.attr("dim"))
+    group = w.bg.reduction_dimx if node.op is Op.REDUCTION_TO_DIMX else int(node.attr("group_size", 1))
+    w.elementwise(k, lambda cs: _reduce_lines(w, node.inputs[0], dim, group, cs, "sum"))
+
+
+def emit_reduction_max(w: KernelWriter, k: int) -> None:
+    """[lab] the running max over the loop and diff = previous max − new max (0 at i = 0, or post-loop)."""
+    node = w.bg.nodes[k]
+    big, diff = node.outputs
+    post = w.bg.tensors[node.inputs[0]].post_loop
+    with w.for_each(w.bg.tensors[big].numel):
+        for s in _reduce_lines(w, node.inputs[0], int(node.attr("dim")), 1, coords(w.dims(big), "idx"), "max"):
+            w.line(s)
+        if post:
+            w.st(big, "idx", "v")
+            w.st(diff, "idx", "0.f")
+            return
+        w.line(f"const float prev = max{k}[idx], run = i == 0 ? v : fmaxf(prev, v);")
+        w.line(f"max{k}[idx] = run;")
+        w.st(big, "idx", "run")
+        w.st(diff, "idx", "i == 0 ? 0.f : prev - run")
+
+
+def emit_rms_norm(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    x = node.inputs[0]
+    dims = w.dims(x)
+    n = math.prod(tuple(node.attr("normalized_shape", dims[-1:])))
+    with w.for_each(math.prod(dims) // n, "row"):
+        w.line("float ss = 0.f;")
+        w.line(f"for (int j = 0; j < {n}; ++j) {{ const float e = {w.ld(x, f'row * {n} + j')}; ss += e * e; }}")
+        w.line(f"rms{k}[row] = sqrtf(ss / {cfloat(n)});")
+    w.barrier("every thread reads the row statistics")
+    w.elementwise(k, lambda cs: [f"float v = {w.ld(x, 'idx')} / rms{k}[idx / {n}];"])
+
+
+def emit_concat(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    a, b = node.inputs
+    d = int(node.attr("dim"))
+    na = w.dims(a)[d]
+
+    def body(cs: list[str]) -> list[str]:
+        shifted = [f"cd - {na}" if i == d else c for i, c in enumerate(cs)]
+        at = [("cd" if i == d else c) for i, c in enumerate(cs)]
+        return [f"const int cd = {cs[d]};",
+                f"float v = cd < {na} ? {w.ld(a, flat(w.dims(a), at))} : {w.ld(b, flat(w.dims(b), shifted))};"]
+
+    w.elementwise(k, body)
+
+
+def emit_accumulate(w: KernelWriter, k: int) -> None:
+    """One iteration's update of an accumulator's fp32 state (SPEC §3.3)."""
+    node = w.bg.nodes[k]
+    x, out = node.inputs[0], node.outputs[0]
+    n = w.dims(x)[-1]
+    with w.for_each(w.bg.tensors[out].numel):
+        if node.op in (Op.ACCUM_NO_RED, Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_MAX):
+            w.line(f"const float c = {w.ld(x, 'idx')};")
+        elif node.op is Op.ACCUM_SUM_TODIMX:
+            X = w.bg.reduction_dimx
+            w.line(f"const int base = (idx / {X}) * {n} + idx % {X};")
+            w.line("float c = 0.f;")
+            w.line(f"for (int r = 0; r < {n // X}; ++r) c += {w.ld(x, f'base + r * {X}')};")
+        else:  # a row sum (of squares for rms)
+            e = w.ld(x, f"idx * {n} + j")
+            term = "e * e" if node.op is Op.ACCUM_RMS else "e"
+            w.line("float c = 0.f;")
+            w.line(f"for (int j = 0; j < {n}; ++j) {{ const float e = {e}; c += {term}; }}")
+        a = f"acc{k}[idx]"
+        if node.op is Op.ACCUM_MAX:
+            w.line(f"{a} = i == 0 ? c : fmaxf({a}, c);")
+        elif node.op in (Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_SUM_RESCALE):
+            w.line(f"{a} = i == 0 ? c : {a} * {w.ld(node.inputs[1], _row(node.op, n))} + c;")
+        else:
+            w.line(f"{a} += c;")
+
+
+def _row(op: Op, n: int) -> str:
+    """The rescale factor's index: one per row of the input (the state is per element or per row)."""
+    return f"idx / {n}" if op is Op.ACCUM_NO_RED_RESCALE else "idx"
+
+
+EMIT: dict[Op, Callable[[KernelWriter, int], None]] = {
+    Op.INPUT: emit_loader,
+    Op.OUTPUT: emit_saver,
+    Op.MATMUL: emit_matmul,
+    Op.CONCAT_THEN_MATMUL: emit_matmul,
+    **{op: emit_unary for op in UNARY_EXPR},
+    **{op: emit_binary for op in BINARY_EXPR},
+    Op.REDUCTION: emit_reduction,
+    Op.REDUCTION_TO_DIMX: emit_reduction,
+    Op.REDUCTION_MAX: emit_reduction_max,
+    Op.RMS_NORM: emit_rms_norm,
+    Op.CONCAT: emit_concat,
+    **{op: emit_accumulate for op in (Op.ACCUM_NO_RED, Op.ACCUM_SUM, Op.ACCUM_MEAN, Op.ACCUM_RMS,
+                                      Op.ACCUM_SUM_TODIMX, Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_SUM_RESCALE,
+                                      Op.ACCUM_MAX)},
+}
+#: block-level ops the CUDA backend does not lower, with the reason (every block op is in EMIT or here)
+UNSUPPORTED: dict[Op, str] = {}

@@ -1,0 +1,132 @@
+"""Running a μGraph on a GPU: generated kernels through CuPy, library ops as CuPy calls, event timing.
+
+Everything here needs CuPy and a CUDA device; CuPy is imported only when something runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mirage_lab.codegen.compile import compile_module
+from mirage_lab.codegen.cuda import CudaProgram, KernelLaunch, LibraryCall, generate_cuda, plan_cuda
+from mirage_lab.errors import InputError, ResourceError
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.ops import EvalArgs, Op
+
+#: the default dynamic shared-memory limit; a kernel above it must opt in
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+
+
+def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[int, ...]], out_dtype: Any) -> Any:
+    """One kernel-level op: fp16 matmul straight to cuBLAS (fp32 accumulation), everything else by the
+    op table's own evaluation rule in fp32 on CuPy, so the semantics are the interpreter's."""
+    import cupy
+
+    from mirage_lab.semantics.arith import FloatArith
+
+    if call.op is Op.MATMUL and all(a.dtype == out_dtype for a in args):
+        return cupy.matmul(*args)
+    spec = call.op.spec
+    assert spec.evaluate is not None
+    ns = FloatArith("cupy", "float32")
+    out = spec.evaluate(ns, EvalArgs(dict(call.attrs), tuple(in_dims)), *[a.astype(cupy.float32) for a in args])
+    return out.astype(out_dtype)
+
+
+class CompiledGraph:
+    """A μGraph ready to run: ``outputs = compiled(*inputs)`` on CuPy arrays, in the graph's input order."""
+
+    def __init__(self, graph: KernelGraph) -> None:
+        self.graph = graph
+        self.program: CudaProgram = plan_cuda(graph)
+        self.source = generate_cuda(graph)
+        self._kernels: dict[str, Any] = {}
+        if self.program.launches:
+            import cupy
+
+            limit = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+            for launch in self.program.launches:
+                if launch.smem_bytes > limit:
+                    raise ResourceError(f"{launch.name} plans {launch.smem_bytes} B of shared memory, more than "
+                                        f"this device's {limit} B per block; pick a graph with smaller tiles")
+            module = compile_module(self.source)
+            for launch in self.program.launches:
+                fn = module.get_function(launch.name)
+                if launch.smem_bytes > DEFAULT_DYNAMIC_SMEM:
+                    fn.max_dynamic_shared_size_bytes = launch.smem_bytes
+                self._kernels[launch.name] = fn
+
+    def __repr__(self) -> str:
+        return f"CompiledGraph({len(self.program.launches)} kernels, {len(self.program.steps)} steps)"
+
+    def __call__(self, *inputs: Any) -> list[Any]:
+        import cupy
+
+        types = self.graph.tensors
+        if len(inputs) != len(self.program.inputs):
+            raise InputError(f"the graph has {len(self.program.inputs)} inputs, got {len(inputs)} arrays")
+        env: dict[int, Any] = {}
+        for i, (t, a) in enumerate(zip(self.program.inputs, inputs, strict=True)):
+            if tuple(a.shape) != types[t].dims:
+                raise InputError(f"input {i} must have shape {types[t].dims}, got {tuple(a.shape)}")
+            env[t] = cupy.ascontiguousarray(a, dtype=types[t].dtype.value)  # kernels assume row-major
+        for step in self.program.steps:
+            if isinstance(step, KernelLaunch):
+                outs = [cupy.empty(types[t].dims, dtype=types[t].dtype.value) for t in step.args[-self._n_out(step):]]
+                args = [env[t] for t in step.args[:len(step.args) - len(outs)]] + outs
+                self._kernels[step.name](step.grid, (step.threads, 1, 1), tuple(args), shared_mem=step.smem_bytes)
+                env.update(zip(step.args[len(step.args) - len(outs):], outs, strict=True))
+            else:
+                dims = [types[t].dims for t in step.inputs]
+                out = run_library(step, [env[t] for t in step.inputs], dims,
+                                  cupy.dtype(types[step.outputs[0]].dtype.value))
+                env[step.outputs[0]] = out
+        return [env[t] for t in self.program.outputs]
+
+    def _n_out(self, step: KernelLaunch) -> int:
+        return len(self.graph.nodes[step.node].outputs)
+
+
+def compile(graph: KernelGraph) -> CompiledGraph:
+    """Generate, compile (CuPy RawModule) and wrap ``graph`` as a callable on CuPy arrays."""
+    return CompiledGraph(graph)
+
+
+def unfused_cupy(program: KernelGraph) -> Callable[..., list[Any]]:
+    """The baseline: ``program`` op by op in CuPy (customized ops, if any, still run generated kernels)."""
+    return CompiledGraph(program)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Milliseconds per call, from CUDA events."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    samples_ms: tuple[float, ...]
+
+    def __str__(self) -> str:
+        return f"{self.median_ms:.4f} ms (p10 {self.p10_ms:.4f}, p90 {self.p90_ms:.4f}, n={len(self.samples_ms)})"
+
+
+def time_callable(fn: Callable[..., Any], args: Sequence[Any], warmup: int = 16, repeats: int = 200) -> Timing:
+    """Time ``fn(*args)`` with a pair of CUDA events around each call (SPEC §8.1's measurement)."""
+    import cupy
+
+    for _ in range(warmup):
+        fn(*args)
+    cupy.cuda.Device().synchronize()
+    samples = []
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    for _ in range(repeats):
+        start.record()
+        fn(*args)
+        end.record()
+        end.synchronize()
+        samples.append(float(cupy.cuda.get_elapsed_time(start, end)))
+    deciles = statistics.quantiles(samples, n=10) if len(samples) > 1 else samples * 9
+    return Timing(statistics.median(samples), deciles[0], deciles[-1], tuple(samples))

@@ -1,0 +1,25 @@
+"""The μGraphs whose generated CUDA is kept as snapshots: FUSED at batch 1 and 8, and three reference graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import mirage_lab as ml
+from mirage_lab.bench.fused import FUSED
+from mirage_lab.ir.graph import KernelGraph
+
+SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
+REFERENCE_GRAPHS = ("single_gated_mlp", "single_lora", "single_mqa_bs1")
+
+
+def snapshot_graphs(reference_dir: Path | None) -> dict[str, Callable[[], KernelGraph]]:
+    """Snapshot name → graph constructor; the reference graphs only when ``reference_dir`` is given."""
+    out: dict[str, Callable[[], KernelGraph]] = {}
+    for name, make in FUSED.items():
+        for b in (1, 8):
+            out[f"fused_{name}_bs{b}"] = lambda make=make, b=b: make(b)
+    if reference_dir is not None:
+        for name in REFERENCE_GRAPHS:
+            out[f"ref_{name}"] = lambda name=name: ml.load_reference_checkpoint(reference_dir / f"{name}.json")[0]
+    return out

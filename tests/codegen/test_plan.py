@@ -1,0 +1,129 @@
+"""Schedules, shared-memory plans, the kernel-graph plan and the EMIT table, all checked on CPU."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.bench.fused import FUSED
+from mirage_lab.codegen.cuda import EMIT, FINAL_EXPR, UNSUPPORTED, KernelLaunch, LibraryCall, plan_cuda
+from mirage_lab.errors import UnsupportedOpError
+from mirage_lab.ir.graph import BlockGraph, KernelGraph
+from mirage_lab.ir.ops import OPS, Level, Op, ops_at
+from mirage_lab.ir.smem import SMEM_CAPACITY
+from mirage_lab.optimize.memory import ALIGN, plan_shared_memory
+from mirage_lab.optimize.schedule import schedule_block_graph
+from tests.codegen.graphs import snapshot_graphs
+
+PHI = -1
+
+
+def _graphs() -> list[tuple[str, KernelGraph]]:
+    return [(name, make()) for name, make in snapshot_graphs(None).items()]
+
+
+def _block_graphs() -> list[tuple[str, BlockGraph]]:
+    return [(f"{name}/{i}", bg) for name, g in _graphs() for i, bg in enumerate(g.block_graphs)]
+
+
+def test_every_block_op_is_emitted_or_listed_unsupported() -> None:
+    missing = [op for op in ops_at(Level.BLOCK) if op not in EMIT and op not in UNSUPPORTED]
+    assert not missing, f"block ops without CUDA emission: {missing}"
+    finalising = [op for op, spec in OPS.items() if spec.accum and spec.accum.finalize]
+    assert all(op in FINAL_EXPR for op in finalising)
+
+
+def test_unsupported_op_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mirage_lab.codegen import cuda
+
+    monkeypatch.delitem(cuda.EMIT, Op.SILU)
+    monkeypatch.setitem(cuda.UNSUPPORTED, Op.SILU, "for this test")
+    with pytest.raises(UnsupportedOpError, match=r"block op silu .* not supported.*for this test"):
+        ml.generate_cuda(FUSED["gated_mlp"](1))
+
+
+def test_gated_mlp_schedule() -> None:
+    bg = FUSED["gated_mlp"](1).block_graphs[0]
+    s = schedule_block_graph(bg)
+    assert not s.prologue  # every loader has a for-loop dim
+    assert [st.nodes for st in s.loop] == [(0, 1, 2), (3, 5)]  # loaders, then both matmuls (NO_RED fused)
+    assert s.chain(3) == (4,) and s.chain(5) == (6,)
+    # epilogue: finalise both accumulators | silu | mul | save
+    assert [st.nodes for st in s.epilogue] == [(4, 6), (7,), (8,), (9,)]
+    assert s.barriers == 2 + 3  # between and after the loop stages, between the epilogue stages
+
+
+def test_lora_hoists_every_loader() -> None:
+    s = schedule_block_graph(FUSED["lora"](1).block_graphs[0])
+    assert [st.nodes for st in s.prologue] == [(0, 1, 2, 3)]
+    assert [st.depth for st in s.loop] == [1, 2, 3]
+
+
+def test_rms_norm_adds_an_internal_barrier() -> None:
+    tb = ml.new_threadblock_graph(grid_dim=(4, 1, 1), forloop_range=1)
+    g = ml.new_kernel_graph()
+    x = g.new_input(dims=(8, 64), dtype=ml.float16)
+    tx = tb.new_input(dtensor=x, input_map=(0, PHI, PHI), forloop_dim=PHI)
+    tb.new_output(stensor=tb.forloop_accum(tb.rms_norm(tx)), output_map=(0, PHI, PHI))
+    g.mark_output(g.customized([x], tb)[0])
+    s = schedule_block_graph(g.freeze().block_graphs[0])
+    # after the prologue, inside rms_norm, at the loop's end, between finalising and saving
+    assert s.barriers == 4
+    assert ml.generate_cuda(g.freeze()).count("__syncthreads()") == 4
+
+
+@pytest.mark.parametrize(("name", "bg"), _block_graphs(), ids=lambda v: v if isinstance(v, str) else "")
+def test_smem_plan_is_aligned_disjoint_and_below_naive(name: str, bg: BlockGraph) -> None:
+    plan = plan_shared_memory(bg, schedule_block_graph(bg))
+    assert all(off % ALIGN == 0 for off in plan.offsets.values())
+    for a, b in itertools.combinations(plan.buffers, 2):
+        if a.overlaps(b):  # live at the same time: byte ranges must not meet
+            lo_a, lo_b = plan.offsets[a.key], plan.offsets[b.key]
+            assert lo_a + a.nbytes <= lo_b or lo_b + b.nbytes <= lo_a, (a, b)
+    assert max(plan.offsets[b.key] + b.nbytes for b in plan.buffers) <= plan.peak <= plan.naive
+    assert plan.peak <= SMEM_CAPACITY["sm_90"]  # lora bs8 (174 KiB) exceeds sm_80's 163 KiB
+
+
+def test_loop_tensor_lifetimes_cover_the_loop() -> None:
+    bg = FUSED["gqa"](1).block_graphs[0]
+    s = schedule_block_graph(bg)
+    plan = plan_shared_memory(bg, s)
+    life = {b.key: (b.first, b.last) for b in plan.buffers}
+    _, last = s.loop_span
+    assert life["s0"] == (0, last)  # hoisted Q tile: read by every iteration
+    assert life["acc5"][0] == 0 and life["acc5"][1] > last  # zeroed before, read after the loop
+
+
+@pytest.mark.parametrize(("name", "g"), _graphs(), ids=lambda v: v if isinstance(v, str) else "")
+def test_launches_match_the_block_graphs(name: str, g: KernelGraph) -> None:
+    program = plan_cuda(g)
+    source = ml.generate_cuda(g)
+    assert len(program.steps) == len(g.compute_nodes)
+    for step in program.steps:
+        node = g.nodes[step.node]
+        if isinstance(step, LibraryCall):
+            assert node.body is None and step.op is node.op
+            continue
+        assert isinstance(step, KernelLaunch) and node.body is not None
+        bg = node.body
+        assert step.grid == bg.grid and step.threads == 128
+        assert step.args == node.inputs + node.outputs
+        assert step.smem_bytes == plan_shared_memory(bg, schedule_block_graph(bg)).peak
+        kernel = source.split(f"void __launch_bounds__(128) {step.name}(")[1].split("\n}\n")[0]
+        assert kernel.count("__syncthreads()") == step.barriers
+        assert len(re.findall(r"\b(in|out)\d+\b", kernel.split(")")[0])) == len(step.args)
+        assert f"i < {bg.forloop_range};" in kernel
+
+
+def test_program_repr_is_readable() -> None:
+    text = str(plan_cuda(FUSED["gqa"](1)))
+    assert "mirage_k3<<<(2,8,16), 128," in text and text.endswith("return d5")
+
+
+def test_library_ops_are_listed() -> None:
+    program = plan_cuda(ml.bench.programs.PROGRAMS["gated_mlp"](1))
+    assert [s.op for s in program.steps if isinstance(s, LibraryCall)] == [Op.MATMUL, Op.SILU, Op.MATMUL, Op.MUL]
+    assert not program.launches
