@@ -7,7 +7,7 @@ deduplication of results, an abstract-expression pre-check before verification, 
 final-kernel checks and the index checks of ``tiling`` — see docs/decisions.md); ``mlp``,
 ``attention`` and ``lora`` add what the reference's presets add, and our ``attention`` also
 normalises imaps and tries the transposed 3-D grid, both 3-D grids first (reaching batch-1
-split-KV graphs), and deduplicates kernel states. Each has a ``reference_*`` twin without our additions.
+split-KV graphs). Each has a ``reference_*`` twin without our additions.
 Any field can be overridden: ``preset("attention", max_kernel_ops=7)``.
 """
 
@@ -70,7 +70,9 @@ class SearchConfig:
     customized_inputs: str = "reference"  # "reference" (§7.3 heuristic) or "subsets" (all input subsets)
     order: str = "reference"  # canonical ordering (§7.4): "reference", "off" or "semantic"
     randomized_branches: bool = False
-    dedupe_kernel_states: bool = False  # skip kernel states equal to an earlier one after a block graph closes
+    # skip kernel states whose tensors' expressions equal an earlier one's: index-blind, so it can skip the
+    # correct variant after a wrong one (docs/decisions.md); off everywhere, kept for studies
+    dedupe_kernel_states: bool = False
     final_kernel_checks: bool = True  # the last kernel op the cap allows must save the program's outputs
     index_checks: bool = True  # no diagonal tiles or mismatched contractions over program inputs (search/tiling.py)
     smem_budget: int = 96 * 1024
@@ -194,7 +196,7 @@ def _presets() -> dict[str, SearchConfig]:
     ours = {
         "default": SearchConfig(),
         "mlp": SearchConfig(preset="mlp"),
-        "attention": SearchConfig(preset="attention", attention=True, max_customized=2, dedupe_kernel_states=True,
+        "attention": SearchConfig(preset="attention", attention=True, max_customized=2,
                                   normalise_imaps=True, attention_grids_yz=((16, 4), (4, 16)), attention_3d_first=True,
                                   block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
         "lora": SearchConfig(preset="lora", lora=True, block_ops=(*BLOCK_OPS, "concat_then_matmul"),

@@ -502,8 +502,9 @@ class Enumerator:
 
     def _fresh_kernel_state(self, node: str, decision: Decision) -> bool:
         """``dedupe_kernel_states``: after a block graph closes, a kernel state whose tensors (expression normal
-        form, dims, dtype, use count) and canonical key equal an earlier one's has the same future below it, so
-        its subtree is skipped — it would only repeat the same later kernels after an equivalent variant."""
+        form, dims, dtype, use count) and canonical key equal an earlier one's is skipped. Not sound: equal
+        expressions do not mean equal functions (they are index-blind), so the skipped variant may be the correct
+        one (docs/decisions.md); off in every preset."""
         if not self.cfg.dedupe_kernel_states:
             return True
         sig = ("k", self.k_last, self.n_custom,
