@@ -1,0 +1,318 @@
+"""Generated CUDA run on the CPU: g++ compiles the exact kernel text against a small shim, so CI without
+a GPU can check that the kernels compute what the interpreter computes.
+
+The shim (``SHIM``) maps the CUDA dialect the generator emits onto C++20: ``__half`` is GCC's ``_Float16``
+(conversions round to nearest even, like ``__float2half``), ``uint4`` a 16-byte struct, qualifiers vanish.
+Blocks of a launch run one after another, all ``threads`` threads of a block together, in one of three
+schedules that all keep ``__syncthreads()`` exact:
+
+* ``"forward"`` / ``"reverse"``: each thread is a ucontext fiber; between two barriers the fibers run to
+  the barrier one at a time, in ascending / descending ``threadIdx.x``. Deterministic and fast (no OS
+  threads, no futexes). A missing barrier between a write and another thread's read shows up in at
+  least one of the two orders, so running both is a cheap race check.
+* ``"threads"``: one OS thread (pthread) per CUDA thread, ``std::barrier`` for ``__syncthreads()``: the
+  straightforward model, about 5x slower on two cores (every barrier wakes ``threads`` OS threads).
+
+Each block's shared memory is the planned ``smem_bytes`` plus a guard, all filled with 0xFF (NaN as fp16
+and fp32), and kernel outputs start as NaN: a read of shared memory nobody wrote, or an output element
+nobody stored, turns into NaN in the result instead of passing silently. A write into the guard, or a
+misaligned ``uint4`` access (a fault on a GPU), raises ``EmulationError`` naming the kernel, block, thread.
+
+Kernel-level library ops run in numpy by the op table's evaluation rule in fp32, as ``run.py`` does on CuPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from mirage_lab.codegen.compile import CompileError
+from mirage_lab.codegen.cuda import CudaProgram, KernelLaunch, generate_cuda, plan_cuda
+from mirage_lab.errors import InputError, MirageError, UnsupportedOpError
+from mirage_lab.ir.dtype import DType
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.ops import EvalArgs
+from mirage_lab.semantics.arith import FloatArith
+
+Schedule = Literal["forward", "reverse", "threads"]
+SCHEDULES: dict[str, int] = {"forward": 0, "reverse": 1, "threads": 2}
+GXX_FLAGS = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-fno-strict-aliasing")  # CUDA code type-puns
+NUMPY_DTYPES: dict[DType, type[np.floating]] = {DType.FLOAT16: np.float16, DType.FLOAT32: np.float32}
+#: the generator's one shared-memory declaration; rewritten to the per-block buffer of the shim
+SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(16\)\s+char\s+smem\[\];")
+KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+\))? (\w+)\(')
+
+SHIM = r"""
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <pthread.h>
+#include <ucontext.h>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __restrict__ __restrict
+#define __align__(n) alignas(n)
+
+typedef _Float16 __half;
+struct uint4 { unsigned int x, y, z, w; };  // no alignas: misalignment is reported by mirage_vec, not a crash
+struct dim3u { unsigned int x, y, z; };
+
+// A table, because without F16C every _Float16 -> float conversion is a libgcc call and the matmul
+// loops do two per multiply-add; both directions are exact / round-to-nearest-even as in CUDA.
+static float mirage_h2f[65536];
+__attribute__((constructor)) static void mirage_init_h2f() {
+  for (unsigned b = 0; b < 65536; ++b) { uint16_t u = b; __half h; std::memcpy(&h, &u, 2); mirage_h2f[b] = (float)h; }
+}
+static inline float __half2float(__half h) { uint16_t u; std::memcpy(&u, &h, 2); return mirage_h2f[u]; }
+static inline __half __float2half(float f) { return (__half)f; }
+
+static dim3u blockIdx;                     // blocks run one at a time
+static thread_local dim3u threadIdx;       // set per OS thread, or by the fiber scheduler on each switch
+static char* mirage_smem;                  // this block's shared memory
+static int mirage_mode;                    // 0 forward fibers, 1 reverse fibers, 2 OS threads
+static std::barrier<>* mirage_barrier;
+static ucontext_t mirage_scheduler;
+static ucontext_t* mirage_fiber;           // the running fiber's context
+static bool mirage_finished;               // the running fiber returned from the kernel
+static void (*mirage_kernel)(void**);      // the launched kernel, called with its arguments
+static void** mirage_args;
+static char mirage_error[512];             // first error of the last launch, read by Python
+
+static void mirage_fail(const char* what) {
+  if (!mirage_error[0])
+    std::snprintf(mirage_error, sizeof mirage_error, "%s (block (%u, %u, %u), thread %u)", what,
+                  blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x);
+}
+extern "C" const char* mirage_last_error() { return mirage_error; }
+
+// 16-byte vector accesses fault on a GPU unless aligned; here they would silently work, so check.
+template <class T> static T* mirage_vec(std::conditional_t<std::is_const_v<T>, const void*, void*> p) {
+  if (reinterpret_cast<uintptr_t>(p) % 16) mirage_fail("misaligned 16-byte vector access");
+  return static_cast<T*>(p);
+}
+
+static void __syncthreads() {
+  if (mirage_mode == 2) mirage_barrier->arrive_and_wait();
+  else swapcontext(mirage_fiber, &mirage_scheduler);  // back to the scheduler: the next fiber runs
+}
+
+static void mirage_fiber_main() { mirage_kernel(mirage_args); mirage_finished = true; }  // then uc_link
+
+static void mirage_run_block_fibers(int threads, bool reverse, ucontext_t* ctx, char* done, char* stacks,
+                                    size_t stack) {
+  for (int t = 0; t < threads; ++t) {
+    getcontext(&ctx[t]);
+    ctx[t].uc_stack.ss_sp = stacks + stack * t;
+    ctx[t].uc_stack.ss_size = stack;
+    ctx[t].uc_link = &mirage_scheduler;
+    makecontext(&ctx[t], mirage_fiber_main, 0);
+    done[t] = 0;
+  }
+  // One round = every live thread runs up to its next barrier (or its end), so no thread passes a
+  // barrier before all have reached it; a finished fiber simply drops out, like arrive_and_drop.
+  for (int live = threads; live > 0;) {
+    for (int k = 0; k < threads; ++k) {
+      const int t = reverse ? threads - 1 - k : k;
+      if (done[t]) continue;
+      threadIdx = {(unsigned)t, 0, 0};
+      mirage_fiber = &ctx[t];
+      mirage_finished = false;
+      swapcontext(&mirage_scheduler, &ctx[t]);
+      if (mirage_finished) { done[t] = 1; --live; }
+    }
+  }
+}
+
+static void* mirage_thread_main(void* t) {
+  threadIdx = {(unsigned)(uintptr_t)t, 0, 0};
+  mirage_kernel(mirage_args);
+  mirage_barrier->arrive_and_drop();
+  return nullptr;
+}
+
+static void mirage_run_block_threads(int threads, pthread_t* pool) {
+  std::barrier<> barrier(threads);
+  mirage_barrier = &barrier;
+  int started = 0;
+  for (; started < threads; ++started)
+    if (pthread_create(&pool[started], nullptr, mirage_thread_main, (void*)(uintptr_t)started)) break;
+  if (started < threads) {  // the missing threads leave the barrier, so that the started ones finish
+    mirage_fail("pthread_create failed; use a fiber schedule");
+    for (int t = started; t < threads; ++t) barrier.arrive_and_drop();
+  }
+  for (int t = 0; t < started; ++t) pthread_join(pool[t], nullptr);
+}
+
+static void mirage_launch(void (*kernel)(void**), void** args, int gx, int gy, int gz, int threads, int smem_bytes,
+                          int mode) {
+  // The planned bytes, then a guard: a write past the plan's peak is caught, a read of it gives NaN.
+  constexpr int GUARD = 4096;
+  constexpr size_t STACK = 1 << 16;
+  mirage_smem = static_cast<char*>(std::aligned_alloc(16, (smem_bytes + GUARD + 15) / 16 * 16));
+  char* stacks = new char[STACK * threads];
+  ucontext_t* ctx = new ucontext_t[threads];
+  char* done = new char[threads];
+  pthread_t* pool = new pthread_t[threads];
+  mirage_kernel = kernel;
+  mirage_args = args;
+  mirage_mode = mode;
+  mirage_error[0] = 0;
+  for (int z = 0; z < gz && !mirage_error[0]; ++z)
+    for (int y = 0; y < gy && !mirage_error[0]; ++y)
+      for (int x = 0; x < gx && !mirage_error[0]; ++x) {
+        blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
+        std::memset(mirage_smem, 0xFF, smem_bytes + GUARD);  // NaN: unwritten shared memory must not look like data
+        if (mode == 2) mirage_run_block_threads(threads, pool);
+        else mirage_run_block_fibers(threads, mode == 1, ctx, done, stacks, STACK);
+        for (int b = smem_bytes; b < smem_bytes + GUARD; ++b)
+          if (mirage_smem[b] != (char)0xFF) { mirage_fail("write past the planned shared memory"); break; }
+      }
+  std::free(mirage_smem);
+  delete[] stacks; delete[] ctx; delete[] done; delete[] pool;
+}
+
+// Kernel parameters are pointers; the thunk casts each void* to the kernel's parameter type.
+template <class... P, size_t... I>
+static void mirage_invoke(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
+  kernel(static_cast<P>(args[I])...);
+}
+template <class... P>
+static void mirage_invoke(void (*kernel)(P...), void** args) {
+  mirage_invoke(kernel, args, std::index_sequence_for<P...>{});
+}
+template <auto K> static void mirage_thunk(void** args) { mirage_invoke(K, args); }
+"""
+
+
+def gxx_path() -> str | None:
+    return shutil.which("g++")
+
+
+def gxx_available() -> bool:
+    return gxx_path() is not None
+
+
+def cpu_source(source: str) -> str:
+    """``source`` made plain C++20: the shim, the kernels (shared memory rewritten), one launcher each."""
+    names = KERNEL_NAME.findall(source)
+    body = SMEM_DECL.sub("char* smem = mirage_smem;", source).replace("#include <cuda_fp16.h>", "")
+    for ty in ("uint4", "const uint4"):  # a checked cast, same parentheses
+        body = body.replace(f"reinterpret_cast<{ty}*>(", f"mirage_vec<{ty}>(")
+    if "cuda_bf16" in body:
+        raise UnsupportedOpError("the CPU emulation has no bf16 type (GCC 12 lacks __bf16 arithmetic); use fp16")
+    launchers = [f'extern "C" void launch_{n}(void** a, int gx, int gy, int gz, int threads, int smem, int mode) '
+                 f"{{ mirage_launch(mirage_thunk<{n}>, a, gx, gy, gz, threads, smem, mode); }}" for n in names]
+    return SHIM + "\n" + body + "\n" + "\n".join(launchers) + "\n"
+
+
+class EmulationError(MirageError, RuntimeError):
+    """A generated kernel did something that is an error on a GPU (misaligned vector, shared-memory overrun)."""
+
+
+_LOADED: dict[str, ctypes.CDLL] = {}
+
+
+def build_library(source: str) -> ctypes.CDLL:
+    """g++-compile the CPU form of a generated ``source`` into a shared library (cached by source hash)."""
+    text = cpu_source(source)
+    key = hashlib.sha256((text + " ".join(GXX_FLAGS)).encode()).hexdigest()[:24]
+    if key in _LOADED:
+        return _LOADED[key]
+    gxx = gxx_path()
+    if gxx is None:
+        raise MirageError("g++ not found on PATH; the CPU emulation of generated CUDA needs g++ >= 12 "
+                          "(C++20 <barrier>, _Float16): apt-get install g++")
+    cache = Path(tempfile.gettempdir()) / "mirage_lab_emulate"
+    cache.mkdir(exist_ok=True)
+    lib = cache / f"{key}.so"
+    if not lib.exists():
+        src = cache / f"{key}.cpp"
+        src.write_text(text)
+        tmp = cache / f"{key}.{os.getpid()}.tmp.so"  # rename into place: concurrent builds never see half a file
+        proc = subprocess.run([gxx, *GXX_FLAGS, "-o", str(tmp), str(src)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        if proc.returncode != 0:
+            raise CompileError(f"g++ failed on the CPU form of {_kernels_in_log(text, proc.stderr)} "
+                               f"({src}):\n{proc.stderr.strip()[-4000:]}")
+        tmp.replace(lib)
+    loaded = ctypes.CDLL(str(lib))
+    loaded.mirage_last_error.restype = ctypes.c_char_p
+    _LOADED[key] = loaded
+    return loaded
+
+
+def _kernels_in_log(text: str, log: str) -> str:
+    """The generated kernel(s) the g++ errors point into, by line number."""
+    starts = [(i + 1, m.group(1)) for i, ln in enumerate(text.splitlines()) if (m := KERNEL_NAME.search(ln))]
+    hit = {next((n for s, n in reversed(starts) if s <= int(m.group(1))), "the shim")
+           for m in re.finditer(r"\.cpp:(\d+):\d+: error", log)}
+    return "kernel " + ", ".join(sorted(hit)) if hit else "the source"
+
+
+def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source: str | None = None,
+                    schedule: Schedule = "forward") -> list[np.ndarray]:
+    """Run ``graph``'s generated CUDA (or ``source``, a variant of it) on the CPU; outputs in the tensors' dtype."""
+    if schedule not in SCHEDULES:
+        raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    program = plan_cuda(graph)
+    lib = build_library(generate_cuda(graph) if source is None else source) if program.launches else None
+    types = program.tensors
+    if len(inputs) != len(program.inputs):
+        raise InputError(f"the graph has {len(program.inputs)} inputs, got {len(inputs)} arrays")
+    env: dict[int, np.ndarray] = {}
+    for i, (t, a) in enumerate(zip(program.inputs, inputs, strict=True)):
+        if tuple(np.shape(a)) != types[t].dims:
+            raise InputError(f"input {i} must have shape {types[t].dims}, got {tuple(np.shape(a))}")
+        env[t] = np.ascontiguousarray(a, dtype=_np_dtype(types[t].dtype))  # kernels assume row-major
+    for step in program.steps:
+        if isinstance(step, KernelLaunch):
+            assert lib is not None
+            _launch(lib, program, graph, step, env, SCHEDULES[schedule])
+        else:
+            spec = step.op.spec
+            assert spec.evaluate is not None
+            args = [env[t].astype(np.float32) for t in step.inputs]
+            out = spec.evaluate(FloatArith("numpy", "float32"),
+                                EvalArgs(dict(step.attrs), tuple(types[t].dims for t in step.inputs)), *args)
+            env[step.outputs[0]] = np.asarray(out).astype(_np_dtype(types[step.outputs[0]].dtype))
+    return [env[t] for t in program.outputs]
+
+
+def _launch(lib: ctypes.CDLL, program: CudaProgram, graph: KernelGraph, step: KernelLaunch,
+            env: dict[int, np.ndarray], mode: int) -> None:
+    n_out = len(graph.nodes[step.node].outputs)
+    outs = step.args[len(step.args) - n_out:]
+    for t in outs:  # NaN until stored: an element no block writes is an error, not a stale value
+        env[t] = np.full(program.tensors[t].dims, np.nan, dtype=_np_dtype(program.tensors[t].dtype))
+    ptrs = (ctypes.c_void_p * len(step.args))(*(env[t].ctypes.data for t in step.args))
+    fn = getattr(lib, f"launch_{step.name}")
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] + [ctypes.c_int] * 6
+    fn.restype = None
+    fn(ptrs, *step.grid, step.threads, step.smem_bytes, mode)
+    error = lib.mirage_last_error()
+    if error:
+        raise EmulationError(f"{step.name}: {error.decode()}")
+
+
+def _np_dtype(dtype: DType) -> type[np.floating]:
+    if dtype not in NUMPY_DTYPES:
+        raise UnsupportedOpError(f"the CPU emulation stores fp16 and fp32 tensors only, not {dtype}")
+    return NUMPY_DTYPES[dtype]

@@ -1,0 +1,123 @@
+"""Generated CUDA run on the CPU (g++ and a shim, no GPU) against the float64 interpreter.
+
+Forward and reverse fiber schedules both run every graph: a missing ``__syncthreads()`` shows up in at
+least one of them. The broken-source tests prove the check can fail.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.bench.fused import FUSED
+from mirage_lab.bench.harness import random_inputs, relative_error
+from mirage_lab.codegen import emulate
+from mirage_lab.codegen.compile import CompileError
+from mirage_lab.codegen.emulate import EmulationError, run_cuda_on_cpu
+from tests.codegen.graphs import SEARCH_BEST, search_best
+
+pytestmark = pytest.mark.skipif(not emulate.gxx_available(), reason="g++ not installed")
+FP16_TOL = 2e-2  # fp16 storage of tiles and outputs, fp32 arithmetic
+REFERENCE = ("single_gated_mlp", "single_lora", "single_mqa_bs1")
+ATTENTION = ("gqa", "single_mqa_bs1")  # no max subtraction: small inputs keep exp(Q·K) in fp16 range
+
+
+@functools.cache
+def _case(name: str, reference_dir: Path | None) -> tuple[ml.KernelGraph, list[np.ndarray], list[np.ndarray]]:
+    """Graph, fp16 inputs and the float64 interpreter's outputs, once per graph for both schedules."""
+    graph = FUSED[name](1) if name in FUSED else ml.load_reference_checkpoint(reference_dir / f"{name}.json")[0]
+    ins = [a.astype(np.float16) for a in random_inputs(graph, seed=5, scale=0.1 if name in ATTENTION else 1.0)]
+    return graph, ins, ml.interpret(graph, [a.astype(np.float64) for a in ins])
+
+
+def _errors(name: str, reference_dir: Path | None = None, **kw: object) -> list[float]:
+    graph, ins, want = _case(name, reference_dir)
+    got = run_cuda_on_cpu(graph, ins, **kw)  # type: ignore[arg-type]
+    assert [g.dtype for g in got] == [np.float16] * len(want)
+    # NaN (an unwritten output, or unwritten shared memory read) makes the error NaN, which fails `< tol`
+    return [relative_error(g.astype(np.float64), w) for g, w in zip(got, want, strict=True)]
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse"])
+@pytest.mark.parametrize("name", [*sorted(FUSED), *REFERENCE])
+def test_generated_cuda_matches_interpreter(name: str, schedule: str, request: pytest.FixtureRequest) -> None:
+    reference_dir = request.getfixturevalue("reference_dir") if name in REFERENCE else None
+    errors = _errors(name, reference_dir, schedule=schedule)
+    assert all(e < FP16_TOL for e in errors), errors
+
+
+@pytest.mark.parametrize("stem", SEARCH_BEST)
+def test_search_discovered_graphs_run_as_cuda(stem: str) -> None:
+    """The best μGraph each benchmark search found (data/search_best), not one we wrote, run as generated CUDA."""
+    graph = search_best(stem)
+    attention = stem.split("_bs")[0] in ("gqa", "mqa", "mha", "qknorm_gqa")
+    ins = [a.astype(np.float16) for a in random_inputs(graph, seed=5, scale=0.1 if attention else 1.0)]
+    want = ml.interpret(graph, [a.astype(np.float64) for a in ins])
+    got = run_cuda_on_cpu(graph, ins)
+    errors = [relative_error(g.astype(np.float64), w) for g, w in zip(got, want, strict=True)]
+    assert all(e < FP16_TOL for e in errors), errors
+
+
+def test_os_thread_schedule_matches_interpreter() -> None:
+    assert max(_errors("lora", schedule="threads")) < FP16_TOL
+
+
+# --------------------------------------------------------------------------- the check can fail
+
+
+def _lora_source() -> tuple[ml.KernelGraph, str, list[np.ndarray]]:
+    graph, ins, _ = _case("lora", None)
+    return graph, ml.generate_cuda(graph), ins
+
+
+def _broken(source: str, old: str, new: str) -> str:
+    assert old in source, f"the generated source no longer contains {old!r}; update this test"
+    return source.replace(old, new, 1)
+
+
+def test_wrong_tile_offset_is_caught() -> None:
+    _, src, _ = _lora_source()
+    # W's loader reads the column tile of the neighbouring block
+    bad = _broken(src, "const long long base = (long long)blockIdx.x * 64;",
+                  "const long long base = (long long)(blockIdx.x ^ 1) * 64;")
+    assert not max(_errors("lora", source=bad)) < FP16_TOL
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse"])
+def test_missing_barrier_is_caught(schedule: str) -> None:
+    _, src, _ = _lora_source()
+    bad = _broken(src, "__syncthreads();  // hoisted tiles are read by every thread", "")
+    assert not max(_errors("lora", source=bad, schedule=schedule)) < FP16_TOL
+
+
+def test_shared_memory_overrun_is_an_error() -> None:
+    graph, src, ins = _lora_source()
+    # s6, the last 2048 B of the 59904 B plan, moved up by 16 B
+    bad = _broken(src, "(smem + 57856)", "(smem + 57872)")
+    with pytest.raises(EmulationError, match=r"mirage_k4: write past the planned shared memory \(block"):
+        run_cuda_on_cpu(graph, ins, source=bad)
+
+
+def test_misaligned_vector_access_is_an_error() -> None:
+    graph, src, ins = _lora_source()
+    bad = _broken(src, "reinterpret_cast<const uint4*>(&in1[base + ", "reinterpret_cast<const uint4*>(&in1[base + 1 + ")
+    with pytest.raises(EmulationError, match="misaligned 16-byte vector access"):
+        run_cuda_on_cpu(graph, ins, source=bad)
+
+
+def test_compile_failure_names_the_kernel_and_shows_the_log() -> None:
+    graph, src, ins = _lora_source()
+    bad = _broken(src, "float v = 0.f;", "float v = undeclared_thing;")
+    with pytest.raises(CompileError, match=r"(?s)g\+\+ failed .* kernel mirage_k4 .*undeclared_thing"):
+        run_cuda_on_cpu(graph, ins, source=bad)
+
+
+def test_missing_gxx_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    graph, src, ins = _lora_source()
+    monkeypatch.setattr(emulate, "gxx_path", lambda: None)
+    with pytest.raises(ml.MirageError, match="g\\+\\+ not found"):
+        run_cuda_on_cpu(graph, ins, source=src + "// not cached\n")
