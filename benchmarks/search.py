@@ -12,7 +12,7 @@ unpruned walk hit its cap. ``--block-ops`` sets the block-op cap for that compar
 claim is at 11).
 
     .venv/bin/python benchmarks/search.py [--programs rmsnorm:1,gated_mlp] [--processes 1,2]
-        [--time-limit 600] [--pruning] [--json out.json]
+        [--time-limit 600] [--pruning] [--json out.json] [--save-best data/search_best]
 
 ``--root`` explores a single block-graph root, e.g. the one holding the reference's GQA kernel 1:
 ``--programs gqa:1 --root '["c", [0, 1, 2], [2, 16, 4], [[0, -1, 1], [0, 2, -1], [0, 1, -1]], [-1, 2, 1], 4]'``
@@ -24,13 +24,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from interpret import hardware  # benchmarks/interpret.py, beside this script
 
 from mirage_lab.bench import programs
-from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.ir.io import graph_to_dict, write_atomic
 from mirage_lab.ir.ops import Op
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.search import preset, superoptimize
@@ -43,12 +44,15 @@ DEFAULT = "rmsnorm:1,rmsnorm:8,gated_mlp:1,lora:1,ntrans:1,ntrans:8,gqa:1,mqa:1,
 
 
 def search_row(name: str, batch: int, processes: int, time_limit: float,
-               overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+               overrides: dict[str, Any] | None = None, save_best: str | None = None) -> dict[str, Any]:
     program = programs.PROGRAMS[name](batch)
     executor = "serial" if processes == 1 else _pool(processes)
     t0 = time.time()
     config = preset(PRESET[name], time_limit_s=time_limit, **(overrides or {}))
     res = superoptimize(program, config, executor=executor, run_dir=False, progress=False)
+    if save_best and res.best is not None:  # the codegen snapshots compile these (tests/codegen)
+        Path(save_best).mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(save_best) / f"{name}_bs{batch}.json", json.dumps(graph_to_dict(res.best.graph), indent=1))
     wall = time.time() - t0
     single = [c.found_s for c in res.candidates if len(c.graph.compute_nodes) == 1 and c.graph.block_graphs]
     # LoRA's reference kernel computes X·W, X·A and (XA)·B as three matmuls (SPEC §9: no concat_then_matmul)
@@ -166,6 +170,7 @@ def main() -> int:
                     "program, e.g. GQA's reference kernel 1")
     ap.add_argument("--set", default="{}", help='config overrides as JSON, e.g. \'{"normalise_imaps": true}\'')
     ap.add_argument("--json", help="also write the rows and a hardware block to this JSON file")
+    ap.add_argument("--save-best", help="write each search's best μGraph to DIR/<program>_bs<batch>.json")
     args = ap.parse_args()
     cases = [(p.split(":")[0], int(p.split(":")[1]) if ":" in p else 1) for p in args.programs.split(",")]
     rows, prune_rows = [], []
@@ -175,7 +180,7 @@ def main() -> int:
         return 0
     for name, batch in cases:
         for n in ([] if args.no_search else [int(x) for x in args.processes.split(",")]):
-            rows.append(search_row(name, batch, n, args.time_limit, json.loads(args.set)))
+            rows.append(search_row(name, batch, n, args.time_limit, json.loads(args.set), args.save_best))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         if args.pruning and name in ("rmsnorm", "gated_mlp", "ntrans"):
             prune_rows.append(pruning_row(name, batch, args.block_ops, args.sample, args.unpruned_cap))

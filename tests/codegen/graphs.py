@@ -1,16 +1,25 @@
-"""The μGraphs whose generated CUDA is kept as snapshots: FUSED at batch 1 and 8, and three reference graphs."""
+"""The μGraphs whose generated CUDA is kept as snapshots: FUSED at batch 1 and 8, three reference graphs, and the
+best μGraph each benchmark search found (``data/search_best``, written by ``benchmarks/search.py --save-best``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import mirage_lab as ml
 from mirage_lab.bench.fused import FUSED
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import graph_from_dict
 
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
 REFERENCE_GRAPHS = ("single_gated_mlp", "single_lora", "single_mqa_bs1")
+SEARCH_BEST_DIR = Path(__file__).parents[2] / "data" / "search_best"
+SEARCH_BEST = tuple(sorted(p.stem for p in SEARCH_BEST_DIR.glob("*.json")))
+
+
+def search_best(stem: str) -> KernelGraph:
+    return graph_from_dict(json.loads((SEARCH_BEST_DIR / f"{stem}.json").read_text()))
 
 
 def snapshot_graphs(reference_dir: Path | None) -> dict[str, Callable[[], KernelGraph]]:
@@ -19,6 +28,8 @@ def snapshot_graphs(reference_dir: Path | None) -> dict[str, Callable[[], Kernel
     for name, make in FUSED.items():
         for b in (1, 8):
             out[f"fused_{name}_bs{b}"] = lambda make=make, b=b: make(b)
+    for stem in SEARCH_BEST:
+        out[f"search_{stem}"] = lambda stem=stem: search_best(stem)
     if reference_dir is not None:
         for name in REFERENCE_GRAPHS:
             out[f"ref_{name}"] = lambda name=name: ml.load_reference_checkpoint(reference_dir / f"{name}.json")[0]

@@ -19,11 +19,12 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.codegen.compile import ARCHS, nvcc_available, nvcc_ptx
 from mirage_lab.codegen.cuda import KERNEL_PREFIX
-from tests.codegen.graphs import FUSED, REFERENCE_GRAPHS, SNAPSHOT_DIR, snapshot_graphs
+from tests.codegen.graphs import FUSED, REFERENCE_GRAPHS, SEARCH_BEST, SNAPSHOT_DIR, snapshot_graphs
 
 UPDATE = os.environ.get("MIRAGE_UPDATE_SNAPSHOTS") == "1"
 FUSED_NAMES = [f"fused_{n}_bs{b}" for n in FUSED for b in (1, 8)]
 REF_NAMES = [f"ref_{n}" for n in REFERENCE_GRAPHS]
+SEARCH_NAMES = [f"search_{n}" for n in SEARCH_BEST]
 
 
 def _source(name: str, reference_dir: Path | None) -> str:
@@ -48,11 +49,21 @@ def test_reference_snapshot(name: str, reference_dir: Path) -> None:
     _check(name, _source(name, reference_dir))
 
 
+@pytest.mark.parametrize("name", SEARCH_NAMES)
+def test_search_best_snapshot(name: str) -> None:
+    """The best μGraph of each recorded benchmark search (a graph the engine discovered, not one we wrote)."""
+    _check(name, _source(name, None))
+
+
+def test_every_benchmark_search_has_a_recorded_best() -> None:
+    assert len(SEARCH_NAMES) >= 9, "run benchmarks/search.py --save-best data/search_best"
+
+
 @pytest.mark.skipif(not nvcc_available(), reason="nvcc not installed")
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_snapshot_compiles(arch: str) -> None:
     paths = sorted(SNAPSHOT_DIR.glob("*.cu"))
-    assert len(paths) >= len(FUSED_NAMES)
+    assert len(paths) >= len(FUSED_NAMES) + len(SEARCH_NAMES)
     combined = "".join(p.read_text().replace(KERNEL_PREFIX, f"{p.stem}_k") for p in paths)
     result = nvcc_ptx(combined, arch)
     want = sum(p.read_text().count("__global__") for p in paths)
