@@ -38,11 +38,10 @@ import numpy as np
 
 from mirage_lab.codegen.compile import CompileError
 from mirage_lab.codegen.cuda import CudaProgram, KernelLaunch, generate_cuda, plan_cuda
+from mirage_lab.codegen.run import evaluate_library
 from mirage_lab.errors import InputError, MirageError, UnsupportedOpError
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.ops import EvalArgs
-from mirage_lab.semantics.arith import FloatArith
 
 Schedule = Literal["forward", "reverse", "threads"]
 SCHEDULES: dict[str, int] = {"forward": 0, "reverse": 1, "threads": 2}
@@ -287,12 +286,9 @@ def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source:
             assert lib is not None
             _launch(lib, program, graph, step, env, SCHEDULES[schedule])
         else:
-            spec = step.op.spec
-            assert spec.evaluate is not None
-            args = [env[t].astype(np.float32) for t in step.inputs]
-            out = spec.evaluate(FloatArith("numpy", "float32"),
-                                EvalArgs(dict(step.attrs), tuple(types[t].dims for t in step.inputs)), *args)
-            env[step.outputs[0]] = np.asarray(out).astype(_np_dtype(types[step.outputs[0]].dtype))
+            out = evaluate_library(step, [env[t] for t in step.inputs], [types[t].dims for t in step.inputs],
+                                   _np_dtype(types[step.outputs[0]].dtype), "numpy")
+            env[step.outputs[0]] = np.asarray(out)
     return [env[t] for t in program.outputs]
 
 

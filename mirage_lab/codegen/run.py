@@ -20,20 +20,27 @@ from mirage_lab.ir.ops import EvalArgs, Op
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
 
 
-def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[int, ...]], out_dtype: Any) -> Any:
-    """One kernel-level op: fp16 matmul straight to cuBLAS (fp32 accumulation), everything else by the
-    op table's own evaluation rule in fp32 on CuPy, so the semantics are the interpreter's."""
-    import cupy
-
+def evaluate_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[int, ...]], out_dtype: Any,
+                     backend: str) -> Any:
+    """A kernel-level op by the op table's own evaluation rule in fp32 (``backend`` "cupy" or "numpy"), stored
+    as ``out_dtype``: the interpreter's semantics, shared by the GPU runtime and the CPU emulator."""
     from mirage_lab.semantics.arith import FloatArith
+
+    spec = call.op.spec
+    assert spec.evaluate is not None
+    ns = FloatArith(backend, "float32")
+    out = spec.evaluate(ns, EvalArgs(dict(call.attrs), tuple(in_dims)), *[a.astype("float32") for a in args])
+    return out.astype(out_dtype)
+
+
+def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[int, ...]], out_dtype: Any) -> Any:
+    """One kernel-level op on CuPy: fp16 matmul straight to cuBLAS (fp32 accumulation), everything else by
+    ``evaluate_library``."""
+    import cupy
 
     if call.op is Op.MATMUL and all(a.dtype == out_dtype for a in args):
         return cupy.matmul(*args)
-    spec = call.op.spec
-    assert spec.evaluate is not None
-    ns = FloatArith("cupy", "float32")
-    out = spec.evaluate(ns, EvalArgs(dict(call.attrs), tuple(in_dims)), *[a.astype(cupy.float32) for a in args])
-    return out.astype(out_dtype)
+    return evaluate_library(call, args, in_dims, out_dtype, "cupy")
 
 
 class CompiledGraph:
