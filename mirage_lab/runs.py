@@ -75,6 +75,29 @@ class RunFolder:
         docs = (self.read(f"candidates/{p.name}") for p in sorted((self.path / "candidates").glob("*.json")))
         return [d for d in docs if d is not None]
 
+    # ---- what a finished (or interrupted) search left, for views and scripts
+    def program(self) -> Any:
+        """The searched program (a KernelGraph)."""
+        from mirage_lab.ir.io import graph_from_dict
+
+        doc = self.read("program.json")
+        if doc is None:
+            raise InputError(f"{self.path} has no program.json; is it a run folder (runs/<program>-<config>)?")
+        return graph_from_dict(doc)
+
+    def config(self) -> Any:
+        """The SearchConfig (budgets are not stored: a run folder answers the same question at any budget)."""
+        from mirage_lab.search.config import SearchConfig
+
+        doc = self.read("config.json")
+        if doc is None:
+            raise InputError(f"{self.path} has no config.json: the search never finished a task; rerun it")
+        return SearchConfig.from_json(doc)
+
+    def verdicts(self) -> dict[str, Any]:
+        """The oracle's verdict (reason, rules) per pruned expression."""
+        return self.read("verdicts.json") or {}
+
     def write_events(self, lines: Iterable[str]) -> Path:
         """Stream JSONL lines to events.jsonl, atomically (a temporary file renamed into place)."""
         return write_atomic(self.path / "events.jsonl", lines)

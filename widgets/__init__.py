@@ -1,6 +1,57 @@
-"""The notebook layer (``mirage_lab.widgets``): views over what the engine computes.
+"""The notebook layer (``mirage_lab.widgets``): views over what the engine computed.
 
-It imports only the engine's public API and never computes what a script could not
-also get from the engine. Widgets arrive with the notebook issue; today the
-engine's objects render themselves in notebooks through their ``_repr_html_``.
+It imports only the engine and renders data the engine wrote (graphs, run folders, verification
+evidence, cost estimates, timing tables); it computes nothing a script could not get from the engine.
+
+    from mirage_lab import widgets as mw
+    mw.MuGraphViewer(graph)              # kernel → block → thread graph, click to drill down
+    mw.SearchExplorer(result)            # step through a run's events; why each branch died
+    mw.VerificationInspector(ml.verify(candidate, program))
+    mw.GraphDiff(a, b, labels=("found", "reference"))
+    mw.timing_figure(...), mw.ablation_figure(...), mw.roofline_figure(...)
+    mw.export_html(result, "report.html")   # every view, static, for sharing
 """
+
+from mirage_lab.widgets.diff import GraphDiff
+from mirage_lab.widgets.explorer import SearchExplorer
+from mirage_lab.widgets.export import export_html
+from mirage_lab.widgets.graph_view import GraphView
+from mirage_lab.widgets.explorer_state import ExplorerState
+from mirage_lab.widgets.inspector import VerificationInspector
+from mirage_lab.widgets.plots import (
+    ablation_figure,
+    cost_model_timing_frame,
+    pruning_figure,
+    pruning_frame,
+    roofline_figure,
+    roofline_frame,
+    search_bench_frame,
+    speedup_figure,
+    sweep_frame,
+    timing_figure,
+    timing_frame,
+)
+from mirage_lab.widgets.static_view import static_viewer_html
+from mirage_lab.widgets.viewer import MuGraphViewer
+
+__all__ = [
+    "ExplorerState",
+    "GraphDiff",
+    "GraphView",
+    "MuGraphViewer",
+    "SearchExplorer",
+    "VerificationInspector",
+    "ablation_figure",
+    "cost_model_timing_frame",
+    "export_html",
+    "pruning_figure",
+    "pruning_frame",
+    "roofline_figure",
+    "roofline_frame",
+    "search_bench_frame",
+    "speedup_figure",
+    "static_viewer_html",
+    "sweep_frame",
+    "timing_figure",
+    "timing_frame",
+]

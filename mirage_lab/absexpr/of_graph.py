@@ -92,7 +92,7 @@ def graph_expressions(graph: Any, inputs: Sequence[Term] | None = None) -> Graph
         if node.op is Op.INPUT:
             env[node.outputs[0]] = next(it)
         elif node.body is not None:
-            block_env = _block_expressions(node.body, [env[i] for i in node.inputs])
+            block_env = block_expressions(node.body, [env[i] for i in node.inputs])
             blocks[k] = tuple(block_env[i] for i in range(len(node.body.tensors)))
             for saver, t in zip(node.body.savers, node.outputs, strict=True):
                 env[t] = block_env[saver.inputs[0]]
@@ -109,7 +109,7 @@ def _apply(node: Node, env: dict[int, Term], in_dims: Sequence[Dims], forloop_ra
         env[t] = e
 
 
-def _block_expressions(bg: BlockGraph, inputs: Sequence[Term]) -> dict[int, Term]:
+def block_expressions(bg: BlockGraph, inputs: Sequence[Term]) -> dict[int, Term]:
     env: dict[int, Term] = {}
     feed = iter(inputs)
     for node in bg.nodes:

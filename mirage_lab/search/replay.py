@@ -7,11 +7,12 @@ one has passed every rule of the builders (shapes, phases, shared memory, closin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mirage_lab.errors import FormatError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
-from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.io import _replay_for
 from mirage_lab.ir.ops import Op
 from mirage_lab.search.events import Decision
@@ -61,3 +62,27 @@ def build_candidate(program: KernelGraph, decisions: Sequence[Decision], outputs
     for i in outputs:
         g.mark_output(handles[i])
     return g.freeze()
+
+
+@dataclass(frozen=True)
+class PartialGraph:
+    """A search node's graph so far: the kernel graph (every unused tensor marked as an output, so it can be
+    drawn and its expressions computed), and the block graph still open, if any, with the kernel tensors its
+    loaders read."""
+
+    kernel: KernelGraph
+    block: BlockGraph | None
+    block_inputs: tuple[int, ...] = ()
+
+
+def partial_graph(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+                  reduction_dimx: int = 64) -> PartialGraph:
+    g, handles, tb = replay(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    used = {i for n in g._nodes for i in n.inputs}
+    kernel = KernelGraph(tuple(g._tensors), tuple(g._nodes),
+                         tuple(i for i in range(len(g._tensors)) if i not in used))
+    if tb is None:
+        return PartialGraph(kernel, None)
+    opened = next(d for d in reversed(decisions) if d[0] == "c")
+    block = BlockGraph(tb.grid, tb.forloop_range, tuple(tb._tensors), tuple(tb._nodes), tb.block, tb.reduction_dimx)
+    return PartialGraph(kernel, block, tuple(handles[i].id for i in opened[1]))

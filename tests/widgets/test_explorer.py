@@ -1,0 +1,142 @@
+"""The search-tree explorer, headless, on a real run folder: stepping, jumping, filtering, the tree, reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mirage_lab.errors import FormatError, InputError
+from mirage_lab.search.events import read_events
+from mirage_lab.search.runner import SearchResult
+from mirage_lab.widgets.event_index import EventIndex, label_of
+from mirage_lab.widgets.explorer import SearchExplorer
+from mirage_lab.widgets.explorer_state import ExplorerState, decision_text
+
+
+def test_index_matches_the_events_and_the_report(small_run: SearchResult, small_run_dir: Path) -> None:
+    events = list(read_events(small_run_dir / "events.jsonl"))
+    ix = EventIndex(small_run_dir / "events.jsonl", progress=False)
+    assert len(ix) == len(events)
+    assert [ix.label(i) for i in range(len(ix))] == [label_of(e) for e in events]
+    assert all(ix.event(i) == events[i] for i in range(0, len(events), max(1, len(events) // 50)))
+    counts = ix.counts()
+    report = small_run.report
+    assert counts["expand"] == report.states
+    for why, n in report.pruned.items():
+        assert counts[f"pruned:{why}"] == n  # counted prunes weigh what they stand for
+    assert counts["candidate:verified"] == report.candidates["verified"]
+
+
+def test_fast_reader_agrees_with_json(tmp_path: Path, small_run_dir: Path) -> None:
+    # the same events written with spaces defeat the fast path: every line goes through json.loads
+    spaced = tmp_path / "events.jsonl"
+    spaced.write_text("".join(json.dumps(e) + "\n" for e in read_events(small_run_dir / "events.jsonl")))
+    a, b = EventIndex(small_run_dir / "events.jsonl", progress=False), EventIndex(spaced, progress=False)
+    assert np.array_equal(a.labels, b.labels) and np.array_equal(a.parents, b.parents)
+    assert np.array_equal(a.weights, b.weights)
+
+
+def test_damaged_log_names_the_line_and_the_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "events.jsonl"
+    bad.write_text('{"e":"expand","id":"f0","parent":null,"d":null}\n{"e": "prune", "parent": "f0"\n')
+    with pytest.raises(FormatError, match=r"events.jsonl:2 .*rerun the search"):
+        EventIndex(bad, progress=False)
+    with pytest.raises(InputError, match=r"holds no events\.jsonl"):
+        ExplorerState(tmp_path / "nowhere")
+
+
+def test_step_jump_and_filter(small_run_dir: Path) -> None:
+    st = ExplorerState(small_run_dir, progress=False)
+    assert st.event_index == 0 and st.index.label(0) == "expand"
+    assert st.step(-1) == 0 and st.step(3) == 3 and st.step(-2) == 1
+    v = st.jump("verified")
+    assert v is not None and st.index.label(v) == "candidate:verified"
+    assert st.jump("verified", -1) is None or st.index.label(st.event_index) == "candidate:verified"
+    st.set_filter(["pruned"])
+    assert len(st.positions) == sum(st.index.label(i).startswith("pruned:") for i in range(len(st.index)))
+    here = st.event_index
+    assert st.index.label(here).startswith("pruned:")
+    nxt = st.step(1)
+    assert nxt > here and st.index.label(nxt).startswith("pruned:")
+    st.set_filter(["pruned"])
+    v2 = st.jump("verified")  # jumping shows what it jumped to, widening the filter
+    assert v2 is not None and st.index.label(st.event_index) == "candidate:verified"
+    with pytest.raises(InputError, match="unknown verdicts"):
+        st.set_filter(["bogus"])
+
+
+def test_counts_so_far_grow_with_the_cursor(small_run_dir: Path) -> None:
+    st = ExplorerState(small_run_dir, progress=False)
+    first = st.counts().set_index("verdict")["so far"]
+    st.select(len(st.index) - 1)
+    last = st.counts().set_index("verdict")
+    assert (last["so far"] == last["count"]).all() and (first <= last["so far"]).all()
+
+
+def test_explanations_of_each_kind(small_run_dir: Path) -> None:
+    st = ExplorerState(small_run_dir, progress=False)
+    st.jump("pruned:oracle")
+    info = st.explain()
+    assert info["reason"] == "oracle" and info["expression"] and info["oracle"] != "(no recorded verdict)"
+    v = st.jump("verified")
+    assert v is not None
+    info = st.explain()
+    assert info["outcome"] == "verified" and info["verification"]["reason"] == "every trial matched"
+    graph = st.candidate_graph()
+    assert graph is not None and graph.block_graphs
+    # the candidate's path replays to the same graph the search saved
+    pg = st.partial(v)
+    assert pg.block is None
+    assert [n.op for n in pg.kernel.compute_nodes] == [n.op for n in graph.compute_nodes]
+    # an expansion inside a block graph: its newest expression passes the oracle
+    node = next(i for i in st.index.ancestors(v) if st.partial(i).block is not None and
+                st.partial(i).block.compute_nodes)  # type: ignore[union-attr]
+    info = st.explain(node)
+    assert info["verdict"] == "expand" and info["oracle"].startswith("✓ subexpression")
+
+
+def test_decision_text_covers_every_shape() -> None:
+    assert decision_text(None).endswith("(root)")
+    assert decision_text(["k", "matmul", [0, 1], {}]) == "kernel op matmul(d0, d1)"
+    assert "grid (8, 1, 1)" in decision_text(["c", [0, 1], [8, 1, 1], [[-1, -1, -1], [1, -1, -1]], [1, 0], 4])
+    assert decision_text(["b", "accum_rms", [0], {}]) == "block op accum_rms(s0)"
+    assert "omap (1, -1, -1)" in decision_text(["s", [1, -1, -1]])
+
+
+def test_tree_is_lazy_and_follows_the_cursor(small_run_dir: Path) -> None:
+    st = ExplorerState(small_run_dir, progress=False)
+    rows = st.tree_rows()
+    assert rows[0]["index"] == 0 and rows[0]["open"]
+    assert len(rows) <= 1 + 40 + 1  # the root's children, capped, and a "… more" row
+    v = st.jump("verified")
+    rows = st.tree_rows(limit=3)
+    assert any(r["index"] == v and r["current"] for r in rows)  # its ancestors were opened
+    assert len(rows) < len(st.index)
+    with pytest.raises(InputError, match="only expanded states"):
+        st.toggle(v)  # type: ignore[arg-type]
+    st.toggle(0)
+    assert len(st.tree_rows()) == 1
+
+
+def test_widget_round_trip(small_run: SearchResult) -> None:
+    x = SearchExplorer(small_run, engine="python", progress=False)
+    assert "event 1 of" in x.status and "candidate:verified" in x.labels
+    x._on_front_end(x, {"kind": "jump", "to": "verified", "direction": 1}, [])
+    assert "candidate:verified" in x.status and "kernel graph so far" in x.svg
+    x._on_front_end(x, {"kind": "step", "n": 1}, [])
+    x._on_front_end(x, {"kind": "filter", "labels": ["pruned:oracle"]}, [])
+    assert x.active == ["pruned:oracle"] and "pruned:oracle" in x.status
+    x._on_front_end(x, {"kind": "select", "index": 10 ** 9}, [])
+    assert "no event" in x.message
+    x._on_front_end(x, {"kind": "toggle", "index": 0}, [])
+    assert x.tree.count("mx-row") == 1
+    assert "SearchExplorer(ExplorerState(" in repr(x)
+
+
+def test_a_result_without_a_run_folder_says_how_to_keep_one(small_run: SearchResult) -> None:
+    kept_nothing = SearchResult(small_run.program, small_run.config, small_run.candidates, small_run.report)
+    with pytest.raises(InputError, match="run_dir="):
+        ExplorerState(kept_nothing)

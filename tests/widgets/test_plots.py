@@ -1,0 +1,203 @@
+"""The plots of ``mirage_lab.widgets``: tables built from the engine's real data, the traces drawn from them,
+and errors on bad input that name the problem and the fix. Headless: FigureWidgets are built, not shown."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.bench import fused, programs
+from mirage_lab.errors import InputError
+from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.optimize.hardware import HARDWARE
+from mirage_lab.search.events import SearchReport
+from mirage_lab.widgets import plots
+from tests.search.test_search import search
+
+pytest.importorskip("plotly")
+REPO = Path(__file__).resolve().parents[2]
+SEARCH_JSON = REPO / "data" / "search_cpu_xeon_2core.json"
+
+
+@pytest.fixture(scope="module")
+def model_rows(reference_dir: Path) -> pd.DataFrame:
+    return plots.cost_model_timing_frame(("H100", "A100"), ["rmsnorm"], batches=(1,), reference_dir=reference_dir)
+
+
+@pytest.fixture
+def measured_csv(tmp_path: Path) -> Path:
+    """A schema fixture in benchmarks/kernels.py's format (test input only; no measured data ships yet)."""
+    rows = [("rmsnorm", 1, "unfused", 30.0, 28.0, 33.0, 21.0, "H100", ""),
+            ("rmsnorm", 1, "fused", 12.0, 11.0, 14.0, 18.0, "H100", ""),
+            ("rmsnorm", 1, "rmsnorm_bs1[3]", 10.0, 9.5, 12.5, 17.0, "H100", ""),
+            ("rmsnorm", 1, "rmsnorm_bs1[7]", None, None, None, 19.0, "H100", "CompileError: boom")]
+    path = tmp_path / "H100.csv"
+    pd.DataFrame(rows, columns=list(plots.TIMING_COLUMNS)).to_csv(path, index=False)
+    return path
+
+
+# --------------------------------------------------------------------------- timings
+
+
+def test_cost_model_frame_has_every_graph_of_the_engine(model_rows: pd.DataFrame, reference_dir: Path) -> None:
+    refs = ml.load_reference_checkpoint(reference_dir / "rmsnorm_bs1.json")
+    h100 = model_rows[model_rows["hardware"] == "H100"]
+    assert set(plots.TIMING_COLUMNS) <= set(model_rows.columns)
+    assert (model_rows["source"] == "cost model").all()
+    assert len(h100[h100["group"] == "rmsnorm_bs1"]) == len(refs)
+    assert set(h100["role"]) == {"unfused baseline", "hand-fused", "reference μGraph", "search best"}
+    unfused = h100.set_index("graph").loc["unfused"]
+    assert unfused["median_us"] == pytest.approx(proxy_cost(programs.rmsnorm(1), "H100").microseconds)
+    assert unfused["speedup"] == pytest.approx(1.0)
+    fused_us = proxy_cost(fused.rmsnorm(1), "H100").microseconds
+    assert h100.set_index("graph").loc["fused", "speedup"] == pytest.approx(unfused["median_us"] / fused_us)
+    assert h100["p10_us"].isna().all(), "an estimate has no spread"
+
+
+def test_timing_figure_from_cost_model_draws_one_box_per_group(model_rows: pd.DataFrame) -> None:
+    fig = plots.timing_figure(model_rows, hardware="A100")
+    boxes = [t for t in fig.data if t.type == "box"]
+    assert {t.name for t in boxes} == {"unfused baseline", "hand-fused", "reference μGraph", "search best"}
+    ref = next(t for t in boxes if t.name == "reference μGraph")
+    assert len(ref.y) == len(model_rows[(model_rows["hardware"] == "A100") & (model_rows["group"] == "rmsnorm_bs1")])
+    assert ref.marker.color == plots.ROLE_COLORS["reference μGraph"]
+    assert "A100" in fig.layout.title.text and "not a measurement" in fig.layout.title.text
+    assert fig.layout.yaxis.type == "log" and "µs" in fig.layout.yaxis.title.text
+
+
+def test_timing_figure_from_measured_csv_uses_the_quantiles(measured_csv: Path) -> None:
+    fig = plots.timing_figure(measured_csv)
+    boxes = [t for t in fig.data if t.type == "box"]
+    assert [b.x[0] for b in boxes] == ["unfused", "fused", "rmsnorm_bs1[3]"]
+    fused_box = boxes[1]
+    assert (fused_box.q1[0], fused_box.median[0], fused_box.q3[0]) == (11.0, 12.0, 14.0)
+    assert any("1 row(s) without a time" in a.text for a in fig.layout.annotations)
+    frame = plots.timing_frame(measured_csv)
+    assert frame.set_index("graph").loc["fused", "speedup"] == pytest.approx(2.5)
+
+
+def test_speedup_figure_has_one_panel_per_hardware(model_rows: pd.DataFrame) -> None:
+    fig = plots.speedup_figure(model_rows)
+    assert [a.text for a in fig.layout.annotations if a.text in HARDWARE] == ["A100", "H100"]
+    names = {t.name for t in fig.data}
+    assert "unfused baseline" not in names and "hand-fused" in names
+
+
+def test_bad_timing_input_says_what_to_do(tmp_path: Path, measured_csv: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match=r"is empty.*benchmarks/kernels.py"):
+        plots.timing_frame(empty)
+    with pytest.raises(InputError, match=r"missing column.*p90_us"):
+        plots.timing_frame(pd.read_csv(measured_csv).drop(columns="p90_us"))
+    with pytest.raises(InputError, match="no file"):
+        plots.timing_figure(tmp_path / "B200.csv")
+    with pytest.raises(InputError, match=r"unknown hardware 'B200'.*A100"):
+        plots.cost_model_timing_frame(["B200"], ["rmsnorm"])
+    with pytest.raises(InputError, match=r"no rows with hardware 'B200'.*H100"):
+        plots.timing_figure(measured_csv, hardware="B200")
+    with pytest.raises(InputError, match="unknown program"):
+        plots.cost_model_timing_frame(["H100"], ["nope"])
+
+
+def test_mixed_hardware_must_be_chosen(model_rows: pd.DataFrame) -> None:
+    with pytest.raises(InputError, match="pass hardware="):
+        plots.timing_figure(model_rows)
+
+
+# --------------------------------------------------------------------------- ablations
+
+
+def test_search_benchmark_frames_come_from_the_recorded_json() -> None:
+    runs = plots.search_bench_frame(SEARCH_JSON)
+    assert list(runs.columns[: len(plots.SWEEP_COLUMNS)]) == list(plots.SWEEP_COLUMNS)
+    assert "rmsnorm b1 ×2" in set(runs["label"]) and (runs["states"] > 0).all()
+    pruning = plots.pruning_frame(SEARCH_JSON)
+    assert set(pruning["pruning"]) == {"on", "off"} and len(pruning) % 2 == 0
+    on = pruning[pruning["pruning"] == "on"].set_index("case")["states"]
+    off = pruning[pruning["pruning"] == "off"].set_index("case")["states"]
+    assert (off > on).all(), "pruning explores fewer states"
+
+
+def test_ablation_and_pruning_figures() -> None:
+    fig = plots.ablation_figure(SEARCH_JSON)
+    names = [t.name for t in fig.data]
+    assert {"wall (s)", "oracle (s)", "verification (s)", "best found (µs)", "unfused (µs)"} <= set(names)
+    assert "enumeration (s)" not in names, "the benchmark JSON has no enumeration split"
+    assert fig.layout.yaxis.type == "log"
+    pfig = plots.pruning_figure(SEARCH_JSON)
+    assert [t.name for t in pfig.data] == ["pruning on", "pruning on", "pruning off", "pruning off"]
+    assert "lower bound" in pfig.data[2].hovertext[0]
+
+
+def test_sweep_frame_from_real_search_results(small_run: ml.search.SearchResult) -> None:
+    """``small_run`` (tests/widgets/conftest.py) is the small RMSNorm+Linear search; the other side of the
+    sweep is the same search without pruning, capped."""
+    off = search(pruning=False, state_limit=3000)
+    df = plots.sweep_frame({"pruning on": small_run, "pruning off": off, "report dict": small_run.report.to_dict()})
+    assert list(df.columns) == list(plots.SWEEP_COLUMNS)
+    assert df.loc[0, "states"] == small_run.report.states and df.loc[1, "states"] == off.report.states
+    assert df.loc[1, "stop"] == "state limit"
+    assert small_run.best is not None
+    assert df.loc[0, "best_proxy_us"] == pytest.approx(small_run.costs[small_run.best.hash] * 1e6)
+    assert df.loc[0, "unfused_proxy_us"] == pytest.approx(proxy_cost(small_run.program).microseconds)
+    assert math.isnan(df.loc[2, "best_proxy_us"]), "a bare report holds no graphs"
+    fig = plots.ablation_figure({"on": small_run, "off": off.report})
+    assert list(fig.data[0].x) == ["on", "off"]
+
+
+def test_bad_sweep_input() -> None:
+    with pytest.raises(InputError, match="non-empty mapping"):
+        plots.sweep_frame({})
+    with pytest.raises(InputError, match="'x' is a int"):
+        plots.sweep_frame({"x": 3})
+    with pytest.raises(InputError, match=r"not a SearchReport.to_dict"):
+        plots.sweep_frame({"x": {"states": 1}})
+    assert plots.sweep_frame({"r": SearchReport(states=7)}).loc[0, "states"] == 7
+    with pytest.raises(InputError, match="no 'pruning' rows"):
+        plots.pruning_frame({"search": []})
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def test_roofline_frame_follows_the_cost_model() -> None:
+    graphs = {"unfused": programs.gqa(1), "fused": fused.gqa(1)}
+    df = plots.roofline_frame(graphs, "H100")
+    est = proxy_cost(programs.gqa(1), "H100")
+    unf = df[df["graph"] == "unfused"]
+    assert len(unf) == len(est.per_kernel) and (df["kind"] == "proxy").all()
+    k = est.per_kernel[0]
+    assert unf.iloc[0]["ai_dram"] == pytest.approx(k.flops / k.dram_bytes)
+    assert unf.iloc[0]["flops_per_s"] == pytest.approx(k.flops / k.seconds)
+    ops = plots.roofline_frame(graphs, "H100", per="op")
+    assert set(ops["level"]) == {"kernel", "block"}
+    assert ops["est_us"].sum() == pytest.approx(sum(proxy_cost(g, "H100").microseconds for g in graphs.values()))
+
+
+def test_roofline_figure_draws_points_under_the_ceilings() -> None:
+    fig = plots.roofline_figure({"unfused": programs.gqa(1), "fused": fused.gqa(1)}, "A100")
+    names = [t.name for t in fig.data]
+    assert names[:2] == ["unfused", "fused"]
+    peak = next(t for t in fig.data if t.name.startswith("tensor-core peak"))
+    assert max(peak.y) == pytest.approx(HARDWARE["A100"].flops_per_s)
+    assert all(y <= HARDWARE["A100"].flops_per_s * 1.0001 for t in fig.data[:2] for y in t.y)
+    assert fig.layout.xaxis.type == "log" and "FLOP per DRAM byte" in fig.layout.xaxis.title.text
+    smem = plots.roofline_figure(plots.roofline_frame(fused.gqa(1), "A100", per="op"), level="smem")
+    assert "not shown" in smem.layout.title.text
+
+
+def test_bad_roofline_input() -> None:
+    with pytest.raises(InputError, match="level must be one of dram, l2, smem"):
+        plots.roofline_figure(programs.rmsnorm(1), level="hbm")
+    with pytest.raises(InputError, match="unknown hardware"):
+        plots.roofline_frame(programs.rmsnorm(1), "TPU")
+    mixed = pd.concat([plots.roofline_frame(programs.rmsnorm(1), h) for h in ("A100", "H100")])
+    with pytest.raises(InputError, match="mixes hardware"):
+        plots.roofline_figure(mixed)
+    with pytest.raises(InputError, match="missing column"):
+        plots.roofline_figure(mixed.drop(columns="flops"))

@@ -1,0 +1,124 @@
+"""A search run as one static HTML file, for sharing: every view, no kernel, no network.
+
+Sections: the search report and its counters per verdict; the ranked μGraphs; the best μGraph in the
+drill-down viewer, its verification evidence and its diff against the program; the decisions on the
+path that found it, each with what its siblings died of; plots (this run's time split and the cost
+model's roofline). plotly.js is embedded once, so the file opens offline.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import mirage_lab as ml
+from mirage_lab.errors import InputError
+from mirage_lab.ir.io import write_atomic
+from mirage_lab.search.events import SearchReport
+from mirage_lab.search.runner import SearchResult, candidate_from_doc
+from mirage_lab.widgets.diff import GraphDiff
+from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
+from mirage_lab.widgets.inspector import VerificationInspector
+from mirage_lab.widgets.plots import ablation_figure, roofline_figure, sweep_frame
+from mirage_lab.widgets.static_view import static_viewer_html
+
+CSS = """
+body { font-family: Helvetica, Arial, sans-serif; margin: 24px; max-width: 1400px; color: #111827; }
+h1 { font-size: 22px; } h2 { font-size: 17px; border-bottom: 1px solid #e5e7eb; padding-bottom: 4px; margin-top: 28px; }
+table.mx-table { border-collapse: collapse; font-size: 12px; }
+table.mx-table td, table.mx-table th { border: 1px solid #e5e7eb; padding: 3px 8px; text-align: left; }
+.mx-path li { margin: 4px 0; font-size: 12px; } .mx-dead { color: #6b7280; }
+.mx-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 5px; border-radius: 2px; }
+"""
+
+
+def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None, reverify: bool = False,
+                engine: str = "auto", progress: bool = True) -> Path:
+    """Write the static report of a search run (a SearchResult or a run folder) to ``path``.
+
+    ``reverify=True`` verifies the best μGraph afresh for the full evidence (trials, fingerprints); the
+    search keeps only a summary per candidate.
+    """
+    st = ExplorerState(run, progress=progress)
+    result = st.folder.read("result.json")
+    if result is None:
+        raise InputError(f"{st.path} has no result.json: the search did not finish; resume it by running the "
+                         "same search with the same run_dir, then export")
+    report = SearchReport.from_dict(result["report"])
+    docs = {d["hash"]: d for d in st.folder.candidates()}
+    ranked = [candidate_from_doc(docs[h]) for h in result["ranking"] if h in docs]
+    name = title or f"mirage-lab search · {st.path.name}"
+    parts = [f"<h1>{html.escape(name)}</h1>", _summary(st, report),
+             "<h2>Verified μGraphs, best first</h2>", _ranking(ranked, result.get("costs", {}))]
+    if ranked:
+        parts += _best(st, ranked[0], reverify, engine)
+    parts += ["<h2>The program</h2>", static_viewer_html(st.program, engine)]
+    parts += ["<h2>Plots</h2>", _plots(st, report, ranked, result.get("costs", {}))]
+    doc = (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(name)}</title>'
+           f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
+    return write_atomic(Path(path), doc)
+
+
+def _summary(st: ExplorerState, report: SearchReport) -> str:
+    counts = st.counts()
+    rows = "".join(f'<tr><td><span class="mx-swatch" style="background:{colour(r["verdict"])}"></span>'
+                   f'{html.escape(r["verdict"])}</td><td>{r["count"]:,}</td></tr>'
+                   for r in counts.to_dict("records"))
+    rules = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:,}</td></tr>" for k, v in report.oracle_rules.most_common())
+    return (f"<p>{html.escape(repr(report))}</p><p>Program: <code>{html.escape(repr(st.program))}</code><br>"
+            f"Config: <code>{html.escape(repr(st.config))}</code></p>"
+            f'<table class="mx-table"><tr><th>verdict</th><th>count</th></tr>{rows}</table>'
+            + (f'<p>Oracle prunes by the rule that decided them:</p><table class="mx-table">{rules}</table>'
+               if rules else ""))
+
+
+def _ranking(ranked: list[Any], costs: dict[str, float]) -> str:
+    if not ranked:
+        return "<p>No verified μGraph: see the counters above for why the branches died.</p>"
+    rows = [{"rank": i, "hash": c.hash[:12], "kernels": len(c.graph.compute_nodes),
+             "custom kernels": len(c.graph.block_graphs), "grids": " ".join(str(b.grid) for b in c.graph.block_graphs),
+             "proxy µs": round(costs.get(c.hash, float("nan")) * 1e6, 2), "found after s": round(c.found_s, 2),
+             "error bound": c.verification.get("error_bound")} for i, c in enumerate(ranked)]
+    return pd.DataFrame(rows).to_html(index=False, classes="mx-table", border=0)
+
+
+def _best(st: ExplorerState, best: Any, reverify: bool, engine: str) -> list[str]:
+    evidence = ml.verify(best.graph, st.program) if reverify else best.verification
+    return ["<h2>The best μGraph</h2>", static_viewer_html(best.graph, engine),
+            "<h2>Its verification</h2>", VerificationInspector(evidence, title=f"candidate {best.hash[:12]}").to_html(),
+            "" if reverify else "<p><i>The search keeps a summary per candidate; export_html(..., reverify=True) "
+            "verifies the best μGraph afresh and shows every trial.</i></p>",
+            "<h2>What changed from the program</h2>",
+            GraphDiff(st.program, best.graph, labels=("program", "best μGraph")).to_html(),
+            "<h2>How the search found it</h2>", _path(st, best)]
+
+
+def _path(st: ExplorerState, best: Any) -> str:
+    node = st.index.node_index.get(best.node)
+    if node is None:
+        return "<p>(the event log does not hold this candidate's node)</p>"
+    items = []
+    for i in [*st.index.ancestors(node), node]:
+        kids = st.index.children(i)
+        died = Counter(st.index.label(int(k)) for k in kids if st.index.label(int(k)).startswith("pruned:"))
+        dead = ", ".join(f"{n} {lab[7:]}" for lab, n in died.most_common())
+        d = st.index.event(i).get("d")
+        items.append(f"<li>{html.escape(decision_text(d))}<br><span class='mx-dead'>{len(kids)} children; "
+                     f"pruned here: {html.escape(dead or 'none')}</span></li>")
+    return f'<ol class="mx-path">{"".join(items)}</ol>'
+
+
+def _plots(st: ExplorerState, report: SearchReport, ranked: list[Any], costs: dict[str, float]) -> str:
+    res = SearchResult(st.program, st.config, ranked, report, st.path, costs)
+    figs = [ablation_figure(sweep_frame({"this run": res}), title="This run: states, time split, best cost")]
+    if ranked:
+        figs.append(roofline_figure({"program": st.program, "best": ranked[0].graph}, "H100"))
+    out = []
+    for i, fig in enumerate(figs):
+        out.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
+    return "".join(out)
