@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench clean system-deps
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -12,7 +12,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# graphviz + Debian chromium via apt when root and missing; a quick no-op when present,
+# a warning (never a failure) on a non-root machine — browser tests then skip.
+system-deps:
+	bash scripts/install_system_deps.sh
+
+demo: system-deps $(STAMP)
 	$(VENV)/bin/mirage-lab demo --out reports/demo
 
 test: lint typecheck unit
@@ -23,7 +28,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-unit: $(STAMP)
+unit: system-deps $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)

@@ -14,9 +14,9 @@ evidence, cost estimates, timing tables); it computes nothing a script could not
 
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer import SearchExplorer
+from mirage_lab.widgets.explorer_state import ExplorerState
 from mirage_lab.widgets.export import export_html
 from mirage_lab.widgets.graph_view import GraphView
-from mirage_lab.widgets.explorer_state import ExplorerState
 from mirage_lab.widgets.inspector import VerificationInspector
 from mirage_lab.widgets.plots import (
     ablation_figure,
