@@ -94,6 +94,11 @@ def search_sections(spec: str, time_limit: float, out: Path) -> dict[str, pd.Dat
     preset = {"lora": "lora", "gqa": "attention", "mqa": "attention", "mha": "attention"}.get(name, "mlp")
     res = superoptimize(programs.PROGRAMS[name](int(batch or 1)), preset, time_limit_s=time_limit,
                         run_dir=out / "runs")
+    if res.run_dir is not None:
+        try:
+            print(f"search report (every view, static HTML): {html_report(res.run_dir, out / 'search.html')}")
+        except MirageError as e:  # the Markdown report does not need it
+            print(f"no HTML search report: {e}", file=sys.stderr)
     print(f"\nsuperoptimize({spec}, {preset!r}): {res}")
     if res.best is not None:
         print(f"best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")
@@ -101,6 +106,23 @@ def search_sections(spec: str, time_limit: float, out: Path) -> dict[str, pd.Dat
         (out / "best_graph.txt").write_text(str(res.best.graph))
     report = res.report.to_frame()
     return {f"Superoptimization of {spec}": res.to_frame(), "Search report": report}
+
+
+def html_report(run_dir: Path, out: Path, reverify: bool = False) -> Path:
+    """The static HTML report of a search run (every widget view). The notebook layer draws it, so it is
+    imported only here: the engine itself never needs plotly or ipywidgets (install the ``lab`` extra)."""
+    try:
+        from mirage_lab.widgets import export_html
+    except ImportError as e:
+        raise MirageError(f"the HTML report needs the notebook layer's packages ({e.name} is missing); "
+                          "install them with: pip install -e '.[lab]'") from None
+    return export_html(run_dir, out, reverify=reverify)
+
+
+def report(args: argparse.Namespace) -> int:
+    out = Path(args.html) if args.html else Path(args.run) / "report.html"
+    print(f"report written to {html_report(Path(args.run), out, args.reverify)}")
+    return 0
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -130,6 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--search-time", type=float, default=600.0, help="time limit of that search, seconds")
     p.add_argument("--no-search", action="store_true", help="skip the superoptimization")
     p.set_defaults(func=demo)
+    p = sub.add_parser("report", help="write a search run's static HTML report (viewer, explorer summary, plots)")
+    p.add_argument("run", help="a run folder (runs/<program>-<config>) of a finished search")
+    p.add_argument("--html", help="where to write it (default: <run>/report.html)")
+    p.add_argument("--reverify", action="store_true", help="verify the best μGraph afresh for the full evidence")
+    p.set_defaults(func=report)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -51,3 +51,13 @@ def test_export_refuses_an_unfinished_run(small_run_dir: Path, tmp_path: Path) -
     with pytest.raises(InputError, match="did not finish"):
         export_html(partial, tmp_path / "x.html", progress=False)
     assert not (tmp_path / "x.html").exists()
+
+
+def test_cli_report(small_run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mirage_lab.cli import main
+
+    out = tmp_path / "r.html"
+    assert main(["report", str(small_run_dir), "--html", str(out)]) == 0
+    assert out.stat().st_size > 1_000_000 and "report written to" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "holds no events.jsonl" in capsys.readouterr().err
