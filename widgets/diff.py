@@ -21,15 +21,14 @@ from typing import Any
 import pandas as pd
 
 from mirage_lab.ir.builder import as_graph
-from mirage_lab.ir.graph import PHI, BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.printer import format_kernel_graph, smem_bytes, summary
+from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
+from mirage_lab.ir.printer import dim_text, format_kernel_graph, map_text, smem_bytes, summary
 from mirage_lab.ir.tensor import TensorType
 
 __all__ = ["DiffRow", "GraphDiff", "ListingRow", "align_kernels", "listing_rows", "structural_rows"]
 
 ABSENT = "—"  # the field does not exist on this side (no such kernel, loader or saver)
 NONE = "(none)"  # the field exists and is empty
-AXES = "xyz"
 MARK_RATIO = 0.6  # lines less alike than this are shown as changed wholesale, without character marks
 COLUMNS = ["kernel", "what", "left", "right", "same"]
 CSS = """<style>
@@ -102,14 +101,6 @@ def _types(ts: Sequence[TensorType]) -> str:
     return " ".join(str(t) for t in ts) or NONE
 
 
-def _map(m: Sequence[int]) -> str:
-    return "(" + ", ".join(f"{AXES[a]}→{'φ' if d == PHI else d}" for a, d in enumerate(m)) + ")"
-
-
-def _dim(d: int) -> str:
-    return "φ" if d == PHI else str(d)
-
-
 def graph_facts(g: KernelGraph) -> dict[str, str]:
     custom = g.block_graphs
     return {"inputs": _types(g.input_types), "outputs": _types(g.output_types),
@@ -122,12 +113,12 @@ def block_facts(bg: BlockGraph) -> dict[str, str]:
              "reduction_dimx": str(bg.reduction_dimx), "smem": f"{smem_bytes(bg)} B"}
     for i, n in enumerate(bg.loaders):
         facts[f"loader {i} reads"] = str(loader_dtensor(n))
-        facts[f"loader {i} imap"] = _map(n.attr("imap"))
-        facts[f"loader {i} fmap"] = _dim(n.attr("fmap"))
+        facts[f"loader {i} imap"] = map_text(n.attr("imap"))
+        facts[f"loader {i} fmap"] = dim_text(n.attr("fmap"))
         facts[f"loader {i} tile"] = str(bg.tensors[n.outputs[0]])
     facts["block ops"] = ", ".join(n.op.value for n in bg.compute_nodes) or NONE
     for i, n in enumerate(bg.savers):
-        facts[f"saver {i} omap"] = _map(n.attr("omap"))
+        facts[f"saver {i} omap"] = map_text(n.attr("omap"))
         facts[f"saver {i} writes"] = str(saver_dtensor(bg, n))
     return facts
 

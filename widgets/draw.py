@@ -109,7 +109,8 @@ def kernel_dot(g: KernelGraph, title: str = "") -> str:
 # --------------------------------------------------------------------------- block level
 
 
-def _post_loop(bg: BlockGraph, node: Node) -> bool:
+def post_loop(bg: BlockGraph, node: Node) -> bool:
+    """The op runs after the for-loop (its result is post-loop)."""
     return any(bg.tensors[t].post_loop for t in node.outputs)
 
 
@@ -129,7 +130,7 @@ def block_node_lines(bg: BlockGraph, j: int, inputs: Sequence[str] = (), outputs
     outs = " ".join(f"s{t}:{type_text(bg.tensors[t])}" for t in node.outputs)
     if node.kind is Kind.ACCUM:
         return [f"Σ {node.op.value}", outs, f"accumulates over {bg.forloop_range} iterations"]
-    return [node.op.value, outs] + (["after the loop"] if _post_loop(bg, node) else [])
+    return [node.op.value, outs] + (["after the loop"] if post_loop(bg, node) else [])
 
 
 def _block_fill(bg: BlockGraph, node: Node) -> tuple[str, str]:
@@ -139,7 +140,7 @@ def _block_fill(bg: BlockGraph, node: Node) -> tuple[str, str]:
         return COLOURS["saver"], "box"
     if node.kind is Kind.ACCUM:
         return COLOURS["accum"], "box"
-    return (COLOURS["post"] if _post_loop(bg, node) else COLOURS["compute"]), "box"
+    return (COLOURS["post"] if post_loop(bg, node) else COLOURS["compute"]), "box"
 
 
 def block_dot(bg: BlockGraph, title: str = "", inputs: Sequence[str] = (), outputs: Sequence[str] = ()) -> str:

@@ -208,7 +208,7 @@ class GraphView:
             out.update(writes=draw.type_text(saver_dtensor(bg, node)), omap=node.attr("omap"))
         else:
             out["inputs"] = [f"s{t}: {draw.type_text(bg.tensors[t])}" for t in node.inputs]
-            out["phase"] = "after the loop" if any(bg.tensors[t].post_loop for t in node.outputs) else "in the loop"
+            out["phase"] = "after the loop" if draw.post_loop(bg, node) else "in the loop"
             out["shared memory"] = f"{sum(bg.tensors[t].nbytes for t in node.outputs):,} B"
         if node.attrs and node.op not in (Op.INPUT, Op.OUTPUT):
             out["attributes"] = dict(node.attrs)

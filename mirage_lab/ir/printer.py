@@ -93,13 +93,13 @@ def _type(t: TensorType) -> str:
     return f"{t.dtype.short}[{','.join(map(str, t.dims))}]" + (POST_LOOP_SIGN if t.post_loop else "")
 
 
-def _dim(d: int) -> str:
+def dim_text(d: int) -> str:
     return PHI_SIGN if d == PHI else str(d)
 
 
-def _map(m: Sequence[int]) -> str:
+def map_text(m: Sequence[int]) -> str:
     """``(x→1, y→φ, z→φ)``: grid axis → data dim, φ for replicate / no dim."""
-    return "(" + ", ".join(f"{AXES[a]}→{_dim(d)}" for a, d in enumerate(m)) + ")"
+    return "(" + ", ".join(f"{AXES[a]}→{dim_text(d)}" for a, d in enumerate(m)) + ")"
 
 
 def _kib(n: int) -> str:
@@ -206,13 +206,13 @@ def format_block_graph(bg: Any, indent: str = "", *, inputs: Sequence[str] | Non
         if n.op is Op.INPUT:
             src = inputs[k_in] if inputs is not None else f"in{k_in}:{_type(loader_dtensor(n))}"
             k_in += 1
-            params = [("imap", _map(n.attr("imap"))), ("fmap", _dim(n.attr("fmap")))]
+            params = [("imap", map_text(n.attr("imap"))), ("fmap", dim_text(n.attr("fmap")))]
             t = graph.tensors[n.outputs[0]]
             lines.append(f"{body}s{n.outputs[0]}:{_type(t)} = load{_params(params)} {src}")
         elif n.op is Op.OUTPUT:
             dst = outputs[k_out] if outputs is not None else f"out{k_out}:{_type(saver_dtensor(graph, n))}"
             k_out += 1
-            lines.append(f"{body}{dst} = save{_params([('omap', _map(n.attr('omap')))])} s{n.inputs[0]}")
+            lines.append(f"{body}{dst} = save{_params([('omap', map_text(n.attr('omap')))])} s{n.inputs[0]}")
         else:
             lhs = " ".join(f"s{i}:{_type(graph.tensors[i])}" for i in n.outputs)
             rhs = " ".join(f"s{i}" for i in n.inputs)
