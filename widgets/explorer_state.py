@@ -89,6 +89,7 @@ class ExplorerState:
         self.positions = np.arange(len(self.index))
         self.cursor = 0
         self.expanded: set[int] = {0} if len(self.index) else set()
+        self._replayed = functools.lru_cache(maxsize=64)(self._replay)
 
     def __repr__(self) -> str:
         return (f"ExplorerState({self.path.name}: event {self.event_index} of {len(self.index)}, "
@@ -182,8 +183,12 @@ class ExplorerState:
         return [d for d in (self.index.event(j).get("d") for j in path) if d is not None]
 
     def partial(self, i: int) -> PartialGraph:
+        """The graph of event ``i``'s search state (a step asks twice: for the expression and the drawing)."""
+        return self._replayed(self.node_of(i))
+
+    def _replay(self, node: int) -> PartialGraph:
         cfg = self.config
-        return partial_graph(self.program, self.decisions(i), smem_limit=cfg.smem_budget,
+        return partial_graph(self.program, self.decisions(node), smem_limit=cfg.smem_budget,
                              reduction_dimx=cfg.reduction_dimx)
 
     def explain(self, i: int | None = None) -> dict[str, Any]:
