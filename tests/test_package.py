@@ -29,9 +29,10 @@ def test_demo_writes_a_report(tmp_path: Path) -> None:
     assert main(["demo", "--out", str(out), "--per-file", "1", "--repeats", "1", "--no-search"]) == 0
     report = (out / "report.md").read_text()
     assert "Fused vs unfused" in report
-    rows = json.loads((out / "report.json").read_text())["Fused vs unfused"]
+    rows = json.loads((out / "report.json").read_text())["Fused vs unfused (numpy interpreter, CPU)"]
     assert {r["program"] for r in rows} == {"rmsnorm", "gated_mlp", "lora", "gqa"}
-    assert all(r["rel_error"] < 1e-4 for r in rows)
+    assert all(r["rel_error"] < 1e-4 for r in rows) and {r["graph"] for r in rows} == {"unfused", "fused"}
+    assert not (out / "report.html").exists()  # no search, no run to draw
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:

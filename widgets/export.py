@@ -2,8 +2,11 @@
 
 Sections: the search report and its counters per verdict; the ranked μGraphs; the best μGraph in the
 drill-down viewer, its verification evidence and its diff against the program; the decisions on the
-path that found it, each with what its siblings died of; plots (this run's time split and the cost
-model's roofline). plotly.js is embedded once, so the file opens offline.
+path that found it, each with what its siblings died of; the cost model's estimate per kernel and per
+op (program and best, on each GPU preset); the best μGraph's generated CUDA (and whether nvcc compiles
+it, when nvcc is installed); plots (this run's time split and the roofline); then any ``extra``
+sections the caller adds (the demo adds its timing and checkpoint tables). plotly.js is embedded once,
+so the file opens offline.
 """
 
 from __future__ import annotations
@@ -11,14 +14,18 @@ from __future__ import annotations
 import html
 import os
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 import mirage_lab as ml
+from mirage_lab.codegen import generate_cuda
+from mirage_lab.codegen.compile import CompileError, nvcc_available, nvcc_ptx
 from mirage_lab.errors import InputError
 from mirage_lab.ir.io import write_atomic
+from mirage_lab.optimize.cost import HARDWARE, proxy_cost
 from mirage_lab.search.events import SearchReport
 from mirage_lab.search.runner import SearchResult, candidate_from_doc
 from mirage_lab.widgets.diff import GraphDiff
@@ -34,15 +41,21 @@ table.mx-table { border-collapse: collapse; font-size: 12px; }
 table.mx-table td, table.mx-table th { border: 1px solid #e5e7eb; padding: 3px 8px; text-align: left; }
 .mx-path li { margin: 4px 0; font-size: 12px; } .mx-dead { color: #6b7280; }
 .mx-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 5px; border-radius: 2px; }
+pre.mx-cuda { font-size: 11px; background: #f9fafb; border: 1px solid #e5e7eb; padding: 8px; max-height: 480px;
+  overflow: auto; }
+.mirage-lab-cost table { border-collapse: collapse; font-size: 12px; }
+.mirage-lab-cost td, .mirage-lab-cost th { border: 1px solid #e5e7eb; padding: 2px 6px; }
 """
 
 
 def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None, reverify: bool = False,
-                engine: str = "auto", progress: bool = True) -> Path:
+                engine: str = "auto", progress: bool = True,
+                extra: Mapping[str, pd.DataFrame | str] | None = None, ptx: bool = True) -> Path:
     """Write the static report of a search run (a SearchResult or a run folder) to ``path``.
 
     ``reverify=True`` verifies the best μGraph afresh for the full evidence (trials, fingerprints); the
-    search keeps only a summary per candidate.
+    search keeps only a summary per candidate. ``extra`` appends sections: title → DataFrame or HTML.
+    ``ptx=False`` skips compiling the generated CUDA with nvcc.
     """
     st = ExplorerState(run, progress=progress)
     result = st.folder.read("result.json")
@@ -58,7 +71,13 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
     if ranked:
         parts += _best(st, ranked[0], reverify, engine)
     parts += ["<h2>The program</h2>", static_viewer_html(st.program, engine)]
+    parts += _cost(st.program, ranked[0].graph if ranked else None)
+    if ranked:
+        parts += _cuda(ranked[0].graph, ptx)
     parts += ["<h2>Plots</h2>", _plots(st, report, ranked, result.get("costs", {}))]
+    for heading, body in (extra or {}).items():
+        parts += [f"<h2>{html.escape(heading)}</h2>",
+                  body.to_html(index=False, classes="mx-table", border=0) if isinstance(body, pd.DataFrame) else body]
     doc = (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(name)}</title>'
            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
     return write_atomic(Path(path), doc)
@@ -96,6 +115,34 @@ def _best(st: ExplorerState, best: Any, reverify: bool, engine: str) -> list[str
             "<h2>What changed from the program</h2>",
             GraphDiff(st.program, best.graph, labels=("program", "best μGraph")).to_html(),
             "<h2>How the search found it</h2>", _path(st, best)]
+
+
+def _cost(program: Any, best: Any) -> list[str]:
+    """The cost model's estimate (a proxy, labelled so) of the program and the best μGraph on each preset."""
+    graphs = {"program": program} | ({"best μGraph": best} if best is not None else {})
+    estimates = {(name, hw): proxy_cost(g, hw) for name, g in graphs.items() for hw in HARDWARE}
+    rows = [{"graph": name, "hardware": hw, "proxy µs": round(e.seconds * 1e6, 2), "launches": e.launches,
+             "DRAM MB": round(e.bytes_moved / 1e6, 3)} for (name, hw), e in estimates.items()]
+    parts = ["<h2>Cost model (proxy estimates, not measurements)</h2>",
+             pd.DataFrame(rows).to_html(index=False, classes="mx-table", border=0)]
+    for name in graphs:
+        parts += [f"<h3>{html.escape(name)} on H100, per kernel and per op</h3>", estimates[name, "H100"]._repr_html_()]
+    return parts
+
+
+def _cuda(graph: Any, ptx: bool) -> list[str]:
+    """The generated CUDA of ``graph``, and whether nvcc compiles it for sm_80 and sm_90 (when installed)."""
+    source = generate_cuda(graph)
+    checks = []
+    for arch in ("sm_80", "sm_90") if ptx and nvcc_available() else ():
+        try:
+            res = nvcc_ptx(source, arch)
+            checks.append(f"nvcc --ptx -arch={arch}: compiles ({len(res.kernels)} kernel(s), {res.seconds:.1f} s)")
+        except CompileError as e:
+            checks.append(f"nvcc --ptx -arch={arch}: FAILS — {str(e).splitlines()[0]}")
+    note = "; ".join(checks) if checks else "not compiled here (nvcc is not installed, or ptx=False)"
+    return ["<h2>Generated CUDA of the best μGraph</h2>", f"<p>{html.escape(note)}</p>",
+            f'<pre class="mx-cuda">{html.escape(source)}</pre>']
 
 
 def _path(st: ExplorerState, best: Any) -> str:

@@ -1,0 +1,207 @@
+"""Timing the benchmark programs: on a GPU with device events, on the CPU with the numpy interpreter.
+
+``measure_gpu`` is what ``benchmarks/kernels.py`` and ``mirage-lab bench`` record on a GPU (issue 6): the
+unfused program op by op with CuPy, the hand-written fused μGraph and reference μGraphs compiled by
+``mirage_lab.codegen``, and PyTorch when installed. ``measure_cpu`` is the CPU-only fallback: the
+interpreter's wall time for the unfused program and the fused μGraph — a measure of the *interpreter*,
+labelled as such, never of a kernel. Every row carries the proxy estimate beside the measurement.
+"""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import re
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import mirage_lab as ml
+from mirage_lab.bench import fused, programs
+from mirage_lab.bench.harness import (
+    CHECKPOINTS,
+    find_reference_dir,
+    input_scale,
+    median_time,
+    random_inputs,
+    relative_error,
+)
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.optimize.ranking import rank_correlation
+
+COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error"]
+
+
+def gpu_modules() -> tuple[Any, Any] | str:
+    """(cupy, mirage_lab.codegen.run), or why they cannot be used."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install -e '.[gpu]')"
+    try:
+        if not cupy.is_available():
+            return "CuPy finds no CUDA device"
+    except Exception as e:  # any driver error means "no GPU"
+        return f"CuPy cannot reach a device: {e}"
+    try:
+        run = importlib.import_module("mirage_lab.codegen.run")
+    except ImportError as e:
+        return f"mirage_lab.codegen.run is not available yet ({e})"
+    return cupy, run
+
+
+def gpu_name(cupy: Any) -> str:
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+
+
+def preset_for(name: str) -> str:
+    for hw in ("H200", "H100", "A100"):
+        if hw.lower() in name.lower():
+            return hw
+    return "H100"
+
+
+def torch_baseline(program: str) -> Callable[..., Any] | None:
+    """The SPEC §9 formula in PyTorch (softmax without max subtraction), or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+
+    def rms(x: Any) -> Any:
+        return x / torch.sqrt((x.float() * x.float()).mean(-1, keepdim=True)).to(x.dtype)
+
+    def attn(q: Any, k: Any, v: Any) -> Any:
+        e = torch.exp(q @ k)
+        return (e / e.sum(-1, keepdim=True)) @ v
+
+    table: dict[str, Callable[..., Any]] = {
+        "rmsnorm": lambda x, w: rms(x) @ w,
+        "gated_mlp": lambda x, w1, w2: torch.nn.functional.silu(x @ w1) * (x @ w2),
+        "lora": lambda x, w, a, b: x @ w + (x @ a) @ b,
+        "gqa": attn, "mha": attn, "mqa": attn,
+        "qknorm_gqa": lambda q, k, v: attn(rms(q), k, rms(v)),
+        "ntrans": lambda h, x, a: rms(x + a * (rms(h) + x)),
+        "moe": lambda x, a, b: torch.exp(x @ a) @ b,
+    }
+    return table.get(program)
+
+
+def pick(graphs: list[KernelGraph], proxies: list[float], limit: int) -> list[int]:
+    """The proxy's best graph, then graphs spread evenly over the proxy ranking."""
+    order = sorted(range(len(graphs)), key=proxies.__getitem__)
+    if len(order) <= limit:
+        return order
+    return sorted({order[round(j * (len(order) - 1) / max(limit - 1, 1))] for j in range(limit)},
+                  key=proxies.__getitem__)
+
+
+def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches: Sequence[int], *,
+                max_graphs: int = 6, warmup: int = 16, repeats: int = 200, reference_dir: str | None = None,
+                log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Device-event timings of the unfused program (CuPy op by op), the hand-fused μGraph, up to ``max_graphs``
+    reference μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS)."""
+    ref_dir = find_reference_dir(reference_dir)
+    rows: list[dict[str, Any]] = []
+    for name in programs_:
+        for batch in batches:
+            program = programs.PROGRAMS[name](batch)
+            rng = np.random.default_rng(0)
+            scale = input_scale(name)
+            inputs = [cupy.asarray((rng.standard_normal(t.dims) * scale).astype(np.float16))
+                      for t in program.input_types]
+
+            def record(label: str, make: Callable[[], Callable[..., Any]], proxy_us: float | None,
+                       name: str = name, batch: int = batch, inputs: list[Any] = inputs) -> None:
+                row: dict[str, Any] = {"program": name, "batch": batch, "graph": label, "proxy_us": proxy_us,
+                                       "hardware": hw, "error": ""}
+                try:
+                    fn = make()
+                    t = run.time_callable(lambda: fn(*inputs), warmup=warmup, repeats=repeats)
+                    row.update(median_us=t.median_s * 1e6, p10_us=t.p10_s * 1e6, p90_us=t.p90_s * 1e6)
+                except Exception as e:  # one failing graph must not stop the table
+                    row["error"] = f"{type(e).__name__}: {e}"[:200]
+                rows.append(row)
+                log(f"  {name} b{batch} {label}: {row.get('median_us', float('nan')):.2f} µs {row['error']}")
+
+            record("unfused", partial(run.unfused_cupy, program), proxy_cost(program, hw).seconds * 1e6)
+            if name in fused.FUSED:
+                g = fused.FUSED[name](batch)
+                record("fused", partial(run.compile, g), proxy_cost(g, hw).seconds * 1e6)
+            for stem, (prog, b) in CHECKPOINTS.items():
+                if ref_dir is None or prog != name or b != batch:
+                    continue
+                graphs = ml.load_reference_checkpoint(ref_dir / f"{stem}.json")
+                proxies = [proxy_cost(g, hw).seconds * 1e6 for g in graphs]
+                for i in pick(graphs, proxies, max_graphs):
+                    record(f"{stem}[{i}]", partial(run.compile, graphs[i]), proxies[i])
+            base = torch_baseline(name)
+            if base is not None:
+                import torch
+                tin = [torch.as_tensor(x, device="cuda") for x in inputs]
+                record("torch", partial(_bound, base, tin), None)
+    return rows
+
+
+def _bound(fn: Callable[..., Any], args: list[Any]) -> Callable[..., Any]:
+    """``fn`` with its arguments fixed, ignoring the timer's (the PyTorch baseline keeps its own tensors)."""
+    return lambda *_: fn(*args)
+
+
+def correlations(df: pd.DataFrame) -> dict[str, Any]:
+    """Spearman ρ between proxy_us and median_us, per (program, batch) and over all rows."""
+    ok = df.dropna(subset=["proxy_us", "median_us"])
+    per = {f"{p} b{b}": rank_correlation(g["proxy_us"], g["median_us"])
+           for (p, b), g in ok.groupby(["program", "batch"])}
+    return {"kind": "rank correlation (Spearman) of proxy_us against measured median_us",
+            "overall": rank_correlation(ok["proxy_us"], ok["median_us"]), "rows": len(ok),
+            "per_program": {k: (None if v != v else v) for k, v in per.items()}}
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux), for labelling CPU measurements."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def measure_cpu(programs_: Sequence[str], batches: Sequence[int], *, hardware: str = "H100", repeats: int = 3,
+                log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """The numpy interpreter's wall time (float32) of each unfused program and its hand-fused μGraph, with the
+    fused output's relative error against the unfused one and the proxy estimate on ``hardware``."""
+    label = f"numpy interpreter on {cpu_name()}"
+    rows: list[dict[str, Any]] = []
+    for name in programs_:
+        for batch in batches:
+            program = programs.PROGRAMS[name](batch)
+            inputs = random_inputs(program, seed=0, scale=input_scale(name))
+            (want,) = ml.interpret(program, inputs, dtype="float32")
+            graphs = {"unfused": program} | ({"fused": fused.FUSED[name](batch)} if name in fused.FUSED else {})
+            for graph_name, g in graphs.items():
+                (got,) = ml.interpret(g, inputs, dtype="float32")
+                seconds = median_time(partial(ml.interpret, g, inputs, dtype="float32"), repeats)
+                rows.append({"program": name, "batch": batch, "graph": graph_name, "median_us": seconds * 1e6,
+                             "proxy_us": proxy_cost(g, hardware).seconds * 1e6, "hardware": label,
+                             "rel_error": relative_error(got, want), "error": ""})
+                log(f"  {name} b{batch} {graph_name}: {seconds * 1e3:.1f} ms (interpreter)")
+    return rows
+
+
+def with_speedups(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``speed-up vs unfused``: the unfused row's median over each row's, per program and batch."""
+    df = df.copy()
+    unfused = df[df["graph"] == "unfused"].set_index(["program", "batch"])["median_us"]
+    df["speed-up vs unfused"] = [unfused.get((p, b), np.nan) / m if m == m and m else np.nan
+                                 for p, b, m in zip(df["program"], df["batch"], df["median_us"], strict=True)]
+    return df

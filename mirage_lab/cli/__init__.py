@@ -1,0 +1,123 @@
+"""mirage-lab: superoptimize tensor programs into fused μGraphs, verify them, generate CUDA, report.
+
+    mirage-lab demo                                   superoptimize RMSNorm+Linear end to end; write a report
+    mirage-lab search rmsnorm:1 --set forloop_ranges=[4]
+    mirage-lab verify fused:gated_mlp                 against its benchmark program (exit 1 if different)
+    mirage-lab codegen runs/<run> --out best.cu --ptx sm_80 sm_90
+    mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
+    mirage-lab report runs/<run> --html run.html      a search run as one static HTML page
+
+GRAPH arguments are described in ``mirage_lab/cli/sources.py`` (``mirage-lab search --help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from mirage_lab.bench.programs import PROGRAMS
+from mirage_lab.cli import commands, demo
+from mirage_lab.cli.sources import FORMS
+from mirage_lab.errors import MirageError
+
+GRAPH_HELP = f"GRAPH: {FORMS}"
+
+
+def _demo_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="superoptimize a benchmark, check and time the others; write a report")
+    p.add_argument("--out", default="reports/demo", help="report folder (default: reports/demo)")
+    p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
+    p.add_argument("--per-file", type=int, default=3, help="graphs checked per checkpoint (0 = all)")
+    p.add_argument("--tol", type=float, default=1e-4, help="relative error counted as a match")
+    p.add_argument("--repeats", type=int, default=3, help="timing repeats (median reported)")
+    p.add_argument("--search", default="rmsnorm:1", help="the program to superoptimize, a GRAPH (default rmsnorm:1)")
+    p.add_argument("--preset", help="search preset (default: the benchmark's)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a search setting (repeatable)")
+    p.add_argument("--search-time", type=float, default=600.0, help="time limit of that search, seconds")
+    p.add_argument("--no-search", action="store_true", help="skip the superoptimization")
+    p.add_argument("--programs", nargs="*", choices=list(PROGRAMS), help="benchmarks in the fused-vs-unfused table")
+    p.set_defaults(func=demo.demo)
+
+
+def _search_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("search", help="superoptimize a program: discover, verify and rank fused μGraphs",
+                       epilog=GRAPH_HELP)
+    p.add_argument("program", help="the program to superoptimize (a GRAPH)")
+    p.add_argument("--preset", help="search preset: default, mlp, attention, lora, reference… (default: the "
+                   "benchmark's, else default)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a search setting, VALUE as JSON "
+                   "(repeatable): --set forloop_ranges=[4,16] --set pruning=false")
+    p.add_argument("--time-limit", type=float, help="seconds; an interrupted search resumes from its run folder")
+    p.add_argument("--executor", default="process", help="process (all cores), serial, or dask:ADDRESS")
+    p.add_argument("--runs", default="runs", help="root of the run folders, the search's cache (default ./runs)")
+    p.add_argument("--out", help="write best.json and ranking.csv here (default: the run folder)")
+    p.add_argument("--html", help="also write the run's static HTML report to this file")
+    p.add_argument("--top", type=int, default=10, help="ranked μGraphs to print")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=commands.search)
+
+
+def _verify_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verify", help="is a μGraph equivalent to a program? finite-field testing with evidence",
+                       epilog=GRAPH_HELP)
+    p.add_argument("candidate", help="the μGraph to check (a GRAPH)")
+    p.add_argument("--against", help="the program (a GRAPH; default: the benchmark or run it came from)")
+    p.add_argument("--trials", type=int, default=3, help="independent random trials (default 3)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=commands.verify)
+
+
+def _codegen_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("codegen", help="generate a μGraph's CUDA; compile it with nvcc; emulate it on the CPU",
+                       epilog=GRAPH_HELP)
+    p.add_argument("graph", help="the μGraph (a GRAPH)")
+    p.add_argument("--out", help="write the .cu file here (default: print it)")
+    p.add_argument("--ptx", nargs="*", metavar="ARCH", help="compile with nvcc --ptx for these (e.g. sm_80 sm_90)")
+    p.add_argument("--emulate", action="store_true", help="run the generated code on the CPU (g++) against the "
+                   "interpreter")
+    p.set_defaults(func=commands.codegen)
+
+
+def _bench_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="time the benchmark programs, unfused and fused (GPU, else the interpreter)")
+    p.add_argument("--programs", nargs="*", default=["rmsnorm", "gated_mlp"], choices=list(PROGRAMS))
+    p.add_argument("--batches", nargs="*", type=int, default=[1])
+    p.add_argument("--hardware", choices=["A100", "H100", "H200"], help="the cost model's preset for proxy_us")
+    p.add_argument("--repeats", type=int, default=None, help="timed runs (default 200 on a GPU, 3 on the CPU)")
+    p.add_argument("--max-graphs", type=int, default=4, help="reference μGraphs timed per checkpoint (GPU)")
+    p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
+    p.add_argument("--cpu", action="store_true", help="time the interpreter even when a GPU is present")
+    p.add_argument("--out", help="write <hardware>.csv here (data/timings for the notebooks' plots)")
+    p.set_defaults(func=commands.bench)
+
+
+def _report_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a search run's static HTML report (viewer, verification, plots)")
+    p.add_argument("run", help="a run folder (runs/<program>-<config>) of a finished search")
+    p.add_argument("--html", help="where to write it (default: <run>/report.html)")
+    p.add_argument("--reverify", action="store_true", help="verify the best μGraph afresh for the full evidence")
+    p.set_defaults(func=demo.report)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mirage-lab", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:9]))
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_demo_parser, _search_parser, _verify_parser, _codegen_parser, _bench_parser, _report_parser):
+        add(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except MirageError as e:
+        print(f"mirage-lab: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,183 @@
+"""``mirage-lab search | verify | codegen | bench``: the engine's main entry points from a shell.
+
+Each command takes graphs as text (``sources.py``: a benchmark name, ``fused:NAME``, a JSON file, a
+``.py`` program or a run folder), prints what a person needs to read, and writes files only where
+``--out`` says. Exit status: 0 on success, 1 when ``verify`` finds the graphs different, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mirage_lab.cli.sources import Source, resolve
+from mirage_lab.errors import InputError
+
+PRESET_OF_BENCHMARK = {"lora": "lora", "gqa": "attention", "mqa": "attention", "mha": "attention",
+                       "qknorm_gqa": "attention"}
+
+
+# --------------------------------------------------------------------------- search
+
+def config_for(source: Source, preset_name: str | None, settings: list[str]) -> Any:
+    """The SearchConfig: ``preset_name`` (default: the benchmark's, else "default") with ``KEY=VALUE`` settings,
+    each VALUE read as JSON when it parses (``forloop_ranges=[4,16]``, ``pruning=false``) and as text otherwise."""
+    from mirage_lab.search.config import SearchConfig, preset
+
+    base = preset(preset_name or PRESET_OF_BENCHMARK.get(source.benchmark or "", "mlp" if source.benchmark
+                                                         else "default"))
+    changes: dict[str, Any] = {}
+    for item in settings:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise InputError(f"--set {item!r}: expected KEY=VALUE, e.g. --set forloop_ranges=[4,16]")
+        try:
+            changes[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            changes[key.strip()] = value
+    return SearchConfig.from_json({**base.to_dict(), **changes}) if changes else base
+
+
+def executor_for(spec: str) -> Any:
+    """"process", "serial", or "dask:ADDRESS" (a running Dask scheduler, e.g. dask:tcp://10.0.0.5:8786)."""
+    if not spec.startswith("dask:"):
+        return spec
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise InputError("--executor dask:… needs dask.distributed: pip install -e '.[dist]'") from None
+    return Client(spec.removeprefix("dask:")).get_executor()
+
+
+def search(args: argparse.Namespace) -> int:
+    from mirage_lab.ir.io import save
+    from mirage_lab.search.runner import superoptimize
+
+    source = resolve(args.program)
+    config = config_for(source, args.preset, args.set or [])
+    if args.time_limit is not None:
+        config = config.replace(time_limit_s=args.time_limit)
+    print(f"superoptimizing {source.label} with {config!r}", flush=True)
+    res = superoptimize(source.graph, config, executor=executor_for(args.executor), run_dir=args.runs,
+                        progress=not args.quiet)
+    print(f"\n{res}\n")
+    if res.best is None:
+        print("no verified μGraph; the report above says where the branches died", file=sys.stderr)
+        return 0
+    print(res.to_frame().head(args.top).to_string(index=False))
+    print(f"\nthe best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")
+    out = Path(args.out) if args.out else res.run_dir
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"\nbest μGraph saved to {save(res.best.graph, out / 'best.json')}")
+        res.to_frame().to_csv(out / "ranking.csv", index=False)
+    if args.html and res.run_dir is not None:
+        from mirage_lab.cli.demo import html_report
+
+        print(f"HTML report: {html_report(res.run_dir, Path(args.html), progress=not args.quiet)}")
+    return 0
+
+
+# --------------------------------------------------------------------------- verify
+
+def verify(args: argparse.Namespace) -> int:
+    from mirage_lab.verify import verify as verify_graphs
+
+    candidate = resolve(args.candidate)
+    against = _reference_for(candidate, args.against, args.candidate)
+    result = verify_graphs(candidate.graph, against.graph, trials=args.trials, seed=args.seed)
+    print(f"{candidate.label} against {against.label}:\n{result.summary()}\n")
+    print(result.to_frame().to_string(index=False))
+    return 0 if result.equivalent else 1
+
+
+def _reference_for(candidate: Source, against: str | None, text: str) -> Source:
+    if against:
+        return resolve(against)
+    if candidate.benchmark is not None:
+        return resolve(f"{candidate.benchmark}:{candidate.label.rsplit('_bs', 1)[1]}")
+    path = Path(text.partition("#")[0])
+    if path.is_dir():
+        from mirage_lab.runs import RunFolder
+
+        return Source(RunFolder(path).program(), f"{path.name} program")
+    raise InputError("say what to verify against: --against PROGRAM (a benchmark name, a file, …)")
+
+
+# --------------------------------------------------------------------------- codegen
+
+def codegen(args: argparse.Namespace) -> int:
+    from mirage_lab.codegen import generate_cuda, plan_cuda
+
+    source = resolve(args.graph)
+    cuda = generate_cuda(source.graph)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(cuda)
+        print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {args.out}")
+        print(plan_cuda(source.graph))
+    else:
+        sys.stdout.write(cuda)
+    for arch in args.ptx or []:
+        _ptx(cuda, arch)
+    if args.emulate:
+        _emulate(source)
+    return 0
+
+
+def _ptx(cuda: str, arch: str) -> None:
+    from mirage_lab.codegen.compile import nvcc_ptx
+
+    res = nvcc_ptx(cuda, arch, resources=True)
+    regs = ", ".join(f"{k}: {r.registers} regs, {r.smem_bytes} B smem" for k, r in res.resources.items())
+    print(f"nvcc --ptx -arch={arch}: {len(res.kernels)} kernel(s) in {res.seconds:.1f} s ({regs or 'no kernels'})",
+          file=sys.stderr)
+
+
+def _emulate(source: Source) -> None:
+    """Run the generated CUDA on the CPU (g++ emulation) against the interpreter, on random inputs."""
+    from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
+    from mirage_lab.codegen.emulate import run_cuda_on_cpu
+    from mirage_lab.semantics.interpret import interpret
+
+    inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
+    want = interpret(source.graph, inputs, dtype="float32")
+    got = run_cuda_on_cpu(source.graph, inputs)
+    errors = [relative_error(g.astype("float32"), w) for g, w in zip(got, want, strict=True)]
+    print(f"emulated on the CPU: relative error against the interpreter {max(errors):.2e} "
+          f"(fp16 storage, fp32 accumulation)", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- bench
+
+def bench(args: argparse.Namespace) -> int:
+    from mirage_lab.bench import timing
+
+    mods = None if args.cpu else timing.gpu_modules()
+    if mods is None or isinstance(mods, str):
+        if isinstance(mods, str):
+            print(f"no GPU timing ({mods}); timing the numpy interpreter on the CPU instead", file=sys.stderr)
+        rows = timing.measure_cpu(args.programs, args.batches, hardware=args.hardware or "H100",
+                                  repeats=args.repeats or 3)
+        hw_label = f"cpu_{timing.cpu_name()}"
+    else:
+        cupy, run = mods
+        hw_label = timing.gpu_name(cupy)
+        rows = timing.measure_gpu(cupy, run, args.hardware or timing.preset_for(hw_label), args.programs,
+                                  args.batches, max_graphs=args.max_graphs, repeats=args.repeats or 200,
+                                  reference_dir=args.reference_dir)
+    df = timing.with_speedups(pd.DataFrame(rows))
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in hw_label).strip("_")
+        df.to_csv(out / f"{name}.csv", index=False)
+        print(f"wrote {out / f'{name}.csv'}; proxy_us is the cost model's estimate, median_us a measurement")
+    return 0
+

@@ -1,0 +1,128 @@
+"""``mirage-lab demo``, the main job, and ``mirage-lab report``.
+
+The demo is a superoptimization end to end: the search discovers fused μGraphs for RMSNorm+Linear
+from the unfused program, verifies and ranks them; then, for each benchmark program, the hand-written
+fused μGraph is checked against the unfused program and both are timed (on the CPU: the interpreter),
+and the reference implementation's saved μGraphs are checked against their programs. It writes
+``report.html`` (every view of the search — drawings, verification evidence, the path it took, cost
+model, generated CUDA — followed by the demo's tables) and the same tables as Markdown, JSON and CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from mirage_lab.bench import fused, programs
+from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
+from mirage_lab.bench.timing import measure_cpu, with_speedups
+from mirage_lab.cli.sources import resolve
+from mirage_lab.errors import MirageError
+from mirage_lab.ir.checkpoint import load_reference_checkpoint
+from mirage_lab.semantics.interpret import interpret
+
+#: batch sizes of the fused-vs-unfused table (the attention and RMSNorm graphs are the batch-sensitive ones)
+DEMO_BATCHES = {"rmsnorm": (1, 8), "gqa": (1, 8)}
+
+
+def fused_frame(names: list[str], repeats: int) -> pd.DataFrame:
+    """The interpreter's time and error of each hand-written fused μGraph against its unfused program."""
+    rows = [r for n in tqdm(names, desc="fused μGraphs")
+            for r in measure_cpu([n], DEMO_BATCHES.get(n, (1,)), repeats=repeats, log=lambda _: None)]
+    return with_speedups(pd.DataFrame(rows))
+
+
+def checkpoint_rows(ref_dir: Path, per_file: int, tol: float) -> list[dict[str, Any]]:
+    rows = []
+    for stem, (name, b) in tqdm(sorted(CHECKPOINTS.items()), desc="reference checkpoints"):
+        path = ref_dir / f"{stem}.json"
+        if not path.exists():
+            continue
+        graphs = load_reference_checkpoint(path)
+        prog = programs.PROGRAMS[name](b)
+        ins = random_inputs(prog, seed=1, scale=input_scale(name))
+        (want,) = interpret(prog, ins, dtype="float32")
+        checked = graphs[:per_file] if per_file > 0 else graphs
+        errors = [relative_error(interpret(g, ins, dtype="float32")[0], want) for g in checked
+                  if g.input_types == prog.input_types]
+        rows.append({"file": stem, "graphs": len(graphs), "checked": len(errors),
+                     "matching": sum(e <= tol for e in errors), "worst_rel_error": max(errors, default=float("nan"))})
+    return rows
+
+
+def write_tables(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
+    """report.md, report.json and one CSV per table."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["# mirage-lab demo report", "", f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}.", ""]
+    for title, df in sections.items():
+        slug = "".join(c if c.isalnum() else "_" for c in title.lower())
+        df.to_csv(out / f"{slug}.csv", index=False)
+        lines += [f"## {title}", "", df.to_markdown(index=False), ""]
+    (out / "report.json").write_text(json.dumps({k: v.to_dict("records") for k, v in sections.items()},
+                                                indent=1, default=float))
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+def run_search(args: argparse.Namespace, out: Path) -> tuple[dict[str, pd.DataFrame], Path | None]:
+    """Superoptimize ``args.search`` from its unfused form; its tables and its run folder."""
+    from mirage_lab.cli.commands import config_for
+    from mirage_lab.search import superoptimize
+
+    source = resolve(args.search)
+    config = config_for(source, args.preset, args.set or []).replace(time_limit_s=args.search_time)
+    res = superoptimize(source.graph, config, run_dir=out / "runs")
+    print(f"\nsuperoptimize({source.label}, {config!r}): {res}")
+    if res.best is not None:
+        print(f"best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")
+        (out / "best_graph.txt").write_text(str(res.best.graph))
+    return {f"Superoptimization of {source.label}": res.to_frame(), "Search report": res.report.to_frame()}, res.run_dir
+
+
+def html_report(run_dir: Path, out: Path, reverify: bool = False, **kw: Any) -> Path:
+    """The static HTML report of a search run (every widget view). The notebook layer draws it, so it is
+    imported only here: the engine itself never needs plotly or ipywidgets (install the ``lab`` extra)."""
+    try:
+        from mirage_lab.widgets import export_html
+    except ImportError as e:
+        raise MirageError(f"the HTML report needs the notebook layer's packages ({e.name} is missing); "
+                          "install them with: pip install -e '.[lab]'") from None
+    return export_html(run_dir, out, reverify=reverify, **kw)
+
+
+def report(args: argparse.Namespace) -> int:
+    out = Path(args.html) if args.html else Path(args.run) / "report.html"
+    print(f"report written to {html_report(Path(args.run), out, args.reverify)}")
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sections, run_dir = ({}, None) if args.no_search else run_search(args, out)
+    sections["Fused vs unfused (numpy interpreter, CPU)"] = fused_frame(args.programs or list(fused.FUSED),
+                                                                        args.repeats)
+    ref_dir = find_reference_dir(args.reference_dir)
+    if ref_dir is None:
+        print("reference μGraphs not found (pass --reference-dir); skipping that section", file=sys.stderr)
+    else:
+        sections["Reference checkpoints"] = pd.DataFrame(checkpoint_rows(ref_dir, args.per_file, args.tol))
+    for title, df in sections.items():
+        print(f"\n{title}\n{df.to_string(index=False)}")
+    print(f"\nreport written to {write_tables(out, sections)}")
+    if run_dir is not None:
+        try:
+            title = f"mirage-lab demo: superoptimizing {Path(args.search).name}"
+            page = html_report(run_dir, out / "report.html", title=title, extra=sections)
+            print(f"HTML report (open it in a browser): {page}")
+        except MirageError as e:  # the Markdown report does not need it
+            print(f"no HTML report: {e}", file=sys.stderr)
+    return 0

@@ -1,0 +1,136 @@
+"""Where the command line's graphs come from: one text names a μGraph (``GRAPH`` in ``mirage-lab --help``).
+
+    rmsnorm, rmsnorm:8          a benchmark program (SPEC §9), unfused, at batch 1 or 8
+    fused:rmsnorm:8             its hand-written fused μGraph (mirage_lab.bench.fused)
+    graph.json[#i]              a file written by ml.save (graph i of several; default the only one)
+    reference.json#i            a reference implementation checkpoint (SPEC §10): its i-th μGraph
+    program.py[#name]           a Python file that builds a graph: the variable ``name`` (default ``program``,
+                                then ``graph``), a KernelGraph, a builder, or a function returning one
+    runs/<program>-<config>[#i] a finished search's run folder: its i-th ranked μGraph (default the best)
+
+A ``.py`` file is run as Python — it is the user's own program, as with ``python program.py`` — while
+JSON files are only ever parsed, never executed.
+"""
+
+from __future__ import annotations
+
+import runpy
+from dataclasses import dataclass
+from pathlib import Path
+
+from mirage_lab.bench import fused, programs
+from mirage_lab.errors import InputError
+from mirage_lab.ir.builder import as_graph
+from mirage_lab.ir.checkpoint import load_reference_checkpoint
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import loads_doc, read_json
+
+FORMS = ("a benchmark name[:batch] (" + ", ".join(programs.PROGRAMS) + "), fused:NAME[:batch], a .json "
+         "μGraph or reference checkpoint [#index], a .py file [#variable], or a run folder [#rank]")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved graph and what it was called, for messages and file names."""
+
+    graph: KernelGraph
+    label: str
+    benchmark: str | None = None  # the benchmark program's name, when the text named one
+
+    def __repr__(self) -> str:
+        return f"Source({self.label!r}, {len(self.graph.compute_nodes)} kernel op(s))"
+
+
+def resolve(text: str) -> Source:
+    """The μGraph ``text`` names (see the module docstring); a clear ``InputError`` otherwise."""
+    path_text, _, selector = text.partition("#")
+    path = Path(path_text)
+    if path.is_dir():
+        return _from_run(path, selector)
+    if path.suffix == ".json":
+        return _from_json(path, selector)
+    if path.suffix == ".py":
+        return _from_python(path, selector or None)
+    if selector:
+        raise InputError(f"{text!r}: '#' selects inside a file or run folder, and {path_text!r} is neither")
+    return _from_benchmark(text)
+
+
+def benchmark_program(text: str) -> tuple[str, int]:
+    """``name[:batch]`` → (name, batch), checked against the benchmark table."""
+    name, _, batch = text.partition(":")
+    if name not in programs.PROGRAMS:
+        raise InputError(f"{text!r} names no benchmark, file or run folder; expected {FORMS}")
+    try:
+        b = int(batch or 1)
+    except ValueError:
+        raise InputError(f"{text!r}: the batch after ':' must be a positive integer (1 or 8 in the paper)") from None
+    if b < 1:
+        raise InputError(f"{text!r}: the batch after ':' must be a positive integer (1 or 8 in the paper)")
+    return name, b
+
+
+def _from_benchmark(text: str) -> Source:
+    is_fused = text.startswith("fused:")
+    name, batch = benchmark_program(text.removeprefix("fused:"))
+    if not is_fused:
+        return Source(programs.PROGRAMS[name](batch), f"{name}_bs{batch}", name)
+    if name not in fused.FUSED:
+        raise InputError(f"there is no hand-written fused μGraph for {name!r}; those are {sorted(fused.FUSED)}")
+    return Source(fused.FUSED[name](batch), f"fused_{name}_bs{batch}", name)
+
+
+def _index(selector: str, count: int, what: str) -> int:
+    if not selector:
+        return 0
+    try:
+        i = int(selector)
+    except ValueError:
+        raise InputError(f"#{selector}: expected the index of a {what} (0 to {count - 1})") from None
+    if not 0 <= i < count:
+        raise InputError(f"#{i} is out of range: there are {count} {what}s (0 to {count - 1})")
+    return i
+
+
+def _from_json(path: Path, selector: str) -> Source:
+    if not path.is_file():
+        raise InputError(f"{path} does not exist")
+    doc = read_json(path)
+    graphs = load_reference_checkpoint(path) if isinstance(doc, list) else loads_doc(doc, str(path))
+    if not graphs:
+        raise InputError(f"{path} holds no μGraph")
+    if len(graphs) > 1 and not selector:
+        raise InputError(f"{path} holds {len(graphs)} μGraphs; pick one with {path}#INDEX (0 to {len(graphs) - 1})")
+    i = _index(selector, len(graphs), "μGraph")
+    return Source(graphs[i], f"{path.stem}_{i}" if len(graphs) > 1 else path.stem)
+
+
+def _from_python(path: Path, name: str | None) -> Source:
+    if not path.is_file():
+        raise InputError(f"{path} does not exist")
+    try:
+        namespace = runpy.run_path(str(path), run_name="__mirage_lab_program__")
+    except Exception as e:
+        raise InputError(f"running {path} failed ({type(e).__name__}: {e}); fix the program file") from e
+    names = [name] if name else ["program", "graph"]
+    found = next((n for n in names if n in namespace), None)
+    if found is None:
+        raise InputError(f"{path} defines no {' or '.join(repr(n) for n in names)}; assign the graph to `program` "
+                         f"(a KernelGraph, a builder, or a function returning one), or name it with {path}#NAME")
+    value = namespace[found]
+    if callable(value) and not hasattr(value, "freeze"):
+        value = value()
+    try:
+        return Source(as_graph(value), path.stem if found == "program" else f"{path.stem}_{found}")
+    except Exception as e:
+        raise InputError(f"{path}: {found!r} is not a kernel graph ({e})") from None
+
+
+def _from_run(path: Path, selector: str) -> Source:
+    from mirage_lab.search.load import load_run  # the search layer, only when a run folder is named
+
+    result = load_run(path)
+    if not result.candidates:
+        raise InputError(f"the search in {path} found no verified μGraph ({result.report.stop_reason})")
+    i = _index(selector, len(result.candidates), "ranked μGraph")
+    return Source(result.candidates[i].graph, f"{path.resolve().name}_rank{i}")

@@ -1,0 +1,139 @@
+"""The ``mirage-lab`` commands on a small RMSNorm+Linear program: search, verify, codegen, bench, demo, and
+the errors a user meets (bad names, hostile files, bad settings) — each a one-line message and exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.cli import main
+from mirage_lab.codegen.compile import nvcc_available
+from mirage_lab.codegen.emulate import gxx_available
+from tests.cli.small import SETTINGS, program_file, run_small_demo
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the program file, the run folder) of one small search through the CLI."""
+    root = tmp_path_factory.mktemp("cli")
+    prog = program_file(root)
+    out = root / "out"
+    assert main(["search", str(prog), *SETTINGS, "--executor", "serial", "--runs", str(root / "runs"),
+                 "--out", str(out), "--quiet", "--html", str(out / "run.html")]) == 0
+    (run,) = (root / "runs").iterdir()
+    return prog, run
+
+
+def test_search_discovers_saves_and_reports(searched: tuple[Path, Path]) -> None:
+    prog, run = searched
+    out = prog.parent / "out"
+    best = ml.load(out / "best.json")
+    assert isinstance(best, ml.KernelGraph) and len(best.block_graphs) == 1  # the fused kernel
+    ranking = pd.read_csv(out / "ranking.csv")
+    assert list(ranking["rank"]) == list(range(len(ranking))) >= [0]
+    assert (out / "run.html").stat().st_size > 100_000 and (run / "result.json").is_file()
+
+
+def test_verify_says_equivalent_or_different(searched: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    prog, run = searched
+    assert main(["verify", str(run)]) == 0  # the best against the run's own program
+    assert "EQUIVALENT" in capsys.readouterr().out
+    assert main(["verify", f"{run}#0", "--against", str(prog), "--trials", "2"]) == 0
+    assert main(["verify", f"{prog}#wrong", "--against", str(prog)]) == 1
+    text = capsys.readouterr().out
+    assert "DIFFERENT" in text and "small_rmsnorm_wrong against small_rmsnorm" in text
+
+
+def test_verify_a_hand_fused_benchmark_against_its_program(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "fused:lora", "--trials", "1"]) == 0
+    assert "fused_lora_bs1 against lora_bs1" in capsys.readouterr().out
+
+
+def test_codegen_writes_compiles_and_emulates(searched: tuple[Path, Path], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _, run = searched
+    cu = tmp_path / "best.cu"
+    args = ["codegen", str(run), "--out", str(cu)]
+    args += ["--ptx", "sm_80", "sm_90"] if nvcc_available() else []
+    args += ["--emulate"] if gxx_available() else []
+    assert main(args) == 0
+    assert cu.read_text().count("__global__") == 1
+    err = capsys.readouterr().err
+    if nvcc_available():
+        assert "nvcc --ptx -arch=sm_90: 1 kernel(s)" in err
+    if gxx_available():
+        error = float(err.split("relative error against the interpreter ")[1].split()[0])
+        assert error < 5e-3  # fp16 storage
+
+
+def test_codegen_prints_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["codegen", "fused:rmsnorm"]) == 0
+    assert "__global__" in capsys.readouterr().out
+
+
+def test_bench_on_the_cpu_writes_a_labelled_table(tmp_path: Path) -> None:
+    assert main(["bench", "--cpu", "--programs", "lora", "--batches", "1", "--repeats", "1",
+                 "--out", str(tmp_path)]) == 0
+    (csv,) = tmp_path.glob("cpu_*.csv")
+    df = pd.read_csv(csv)
+    assert set(df["graph"]) == {"unfused", "fused"} and df["hardware"].str.startswith("numpy interpreter").all()
+    assert (df["rel_error"] < 1e-4).all() and (df["proxy_us"] > 0).all()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["verify", "nosuch"], "names no benchmark, file or run folder"),
+    (["verify", "fused:moe"], "no hand-written fused μGraph for 'moe'"),
+    (["verify", "rmsnorm:0"], "must be a positive integer"),
+    (["codegen", "missing.json"], "does not exist"),
+    (["search", "rmsnorm", "--set", "no_such_setting=1"], "unknown search setting"),
+    (["search", "rmsnorm", "--set", "forloop_ranges"], "expected KEY=VALUE"),
+    (["search", "rmsnorm", "--executor", "threads"], "executor must be"),
+])
+def test_bad_input_is_one_clear_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mirage-lab: error: ") and message in err and "Traceback" not in err
+
+
+def test_hostile_and_ambiguous_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "mirage-lab", "graphs": [' * 50)
+    assert main(["codegen", str(bad)]) == 2
+    two = ml.save([ml.bench.fused.lora(1), ml.bench.programs.lora(1)], tmp_path / "two.json")
+    assert main(["codegen", str(two)]) == 2
+    assert "holds 2 μGraphs; pick one" in capsys.readouterr().err
+    assert main(["verify", f"{two}#0", "--against", f"{two}#1", "--trials", "1"]) == 0
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ValueError('boom')\n")
+    assert main(["verify", str(broken), "--against", "lora"]) == 2
+    assert "running" in capsys.readouterr().err
+
+
+def test_demo_end_to_end_writes_every_format(tmp_path: Path) -> None:
+    out = run_small_demo(tmp_path / "demo")
+    page = (out / "report.html").read_text()
+    for heading in ("The best μGraph", "Its verification", "Cost model", "Generated CUDA of the best μGraph",
+                    "How the search found it", "Fused vs unfused (numpy interpreter, CPU)"):
+        assert f"<h2>{heading}" in page, heading
+    sections = json.loads((out / "report.json").read_text())
+    assert sections["Superoptimization of small_rmsnorm"][0]["kernels"] == 1
+    assert "## Search report" in (out / "report.md").read_text()
+
+
+def test_load_run_reads_without_writing(searched: tuple[Path, Path], tmp_path: Path) -> None:
+    from mirage_lab.errors import InputError
+    from mirage_lab.search.load import load_run
+
+    _, run = searched
+    res = load_run(run)
+    assert res.report.cached and res.best is not None and isinstance(res.program, ml.KernelGraph)
+    assert ml.load(run.parent.parent / "out" / "best.json") == res.best.graph
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(InputError, match="not a run folder"):
+        load_run(plain)
+    assert not any(plain.iterdir())  # nothing created in a folder that is not a run
