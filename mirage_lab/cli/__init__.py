@@ -1,7 +1,7 @@
 """mirage-lab: superoptimize tensor programs into fused μGraphs, verify them, generate CUDA, report.
 
     mirage-lab demo                                   superoptimize RMSNorm+Linear end to end; write a report
-    mirage-lab search rmsnorm:1 --set forloop_ranges=[4]
+    mirage-lab search rmsnorm:1 --set 'forloop_ranges=[4]'
     mirage-lab verify fused:gated_mlp                 against its benchmark program (exit 1 if different)
     mirage-lab codegen runs/<run> --out best.cu --ptx sm_80 sm_90
     mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
@@ -13,6 +13,7 @@ GRAPH arguments are described in ``mirage_lab/cli/sources.py`` (``mirage-lab sea
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -117,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MirageError as e:
         print(f"mirage-lab: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `mirage-lab codegen … | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
