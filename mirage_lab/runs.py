@@ -32,9 +32,10 @@ class RunFolder:
         (self.path / "tasks").mkdir(parents=True, exist_ok=True)
         (self.path / "candidates").mkdir(exist_ok=True)
 
-    @classmethod
-    def for_search(cls, root: str | os.PathLike[str], program_hash: str, config_hash: str) -> RunFolder:
-        return cls(Path(root) / f"{program_hash[:12]}-{config_hash[:12]}")
+    @staticmethod
+    def name_for(program_hash: str, config_hash: str) -> str:
+        """The folder name of a search: ``<program hash>-<config hash>``, 12 hex digits each."""
+        return f"{program_hash[:12]}-{config_hash[:12]}"
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"

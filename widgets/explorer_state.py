@@ -239,6 +239,8 @@ class ExplorerState:
         for key in ("op", "level", "detail"):
             if key in ev:
                 out[key] = ev[key]
+        if why != "oracle" and ev.get("reason"):  # cap and goal prunes say why in words
+            out["detail"] = ev["reason"]
         return out
 
     def _candidate_info(self, ev: dict[str, Any]) -> dict[str, Any]:

@@ -218,6 +218,17 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     return _Search(prog, cfg, executor, run_dir, progress).run()
 
 
+def run_folder_path(program: Any, config: SearchConfig | str | None = None,
+                    run_dir: str | os.PathLike[str] = DEFAULT_ROOT) -> Path:
+    """Where ``superoptimize(program, config, run_dir=run_dir)`` keeps its run folder; creates nothing.
+
+    Budgets do not change the folder (a run folder answers the same question at any budget).
+    """
+    cfg = preset(config or "default") if isinstance(config, str | None) else config
+    folder_hash = cfg.replace(**{k: None for k in BUDGETS}).hash()
+    return Path(run_dir) / RunFolder.name_for(as_graph(program).canonical_hash(), folder_hash)
+
+
 class _Search:
     def __init__(self, program: KernelGraph, config: SearchConfig, executor: Executor | str | None,
                  run_dir: Any, progress: bool) -> None:
@@ -227,8 +238,7 @@ class _Search:
         self.config_doc = config.to_dict()
         self.folder: RunFolder | None = None
         if run_dir is not False and run_dir is not None:
-            folder_hash = config.replace(**{k: None for k in BUDGETS}).hash()  # budgets do not change the folder
-            self.folder = RunFolder.for_search(run_dir, program.canonical_hash(), folder_hash)
+            self.folder = RunFolder(run_folder_path(program, config, run_dir))
         self.report = SearchReport()
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
