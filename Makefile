@@ -23,7 +23,7 @@ demo: system-deps $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(PY) -m ruff check mirage_lab widgets tests benchmarks
+	$(PY) -m ruff check mirage_lab widgets tests benchmarks scripts notebooks
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

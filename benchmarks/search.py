@@ -31,7 +31,7 @@ import pandas as pd
 from interpret import hardware  # benchmarks/interpret.py, beside this script
 
 from mirage_lab.bench import programs
-from mirage_lab.ir.io import graph_to_dict, write_atomic
+from mirage_lab.ir.io import graph_to_dict, save
 from mirage_lab.ir.ops import Op
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.search import preset, superoptimize
@@ -52,7 +52,7 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
     res = superoptimize(program, config, executor=executor, run_dir=False, progress=False)
     if save_best and res.best is not None:  # the codegen snapshots compile these (tests/codegen)
         Path(save_best).mkdir(parents=True, exist_ok=True)
-        write_atomic(Path(save_best) / f"{name}_bs{batch}.json", json.dumps(graph_to_dict(res.best.graph), indent=1))
+        save(res.best.graph, Path(save_best) / f"{name}_bs{batch}.json")
     wall = time.time() - t0
     single = [c.found_s for c in res.candidates if len(c.graph.compute_nodes) == 1 and c.graph.block_graphs]
     # LoRA's reference kernel computes X·W, X·A and (XA)·B as three matmuls (SPEC §9: no concat_then_matmul)

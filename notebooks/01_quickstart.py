@@ -17,7 +17,6 @@
 # Everything here runs on a CPU in a few seconds.
 
 # %%
-# ruff: noqa: B018  (a cell's last expression is what the notebook shows)
 from pathlib import Path
 
 import numpy as np
@@ -207,7 +206,7 @@ assert "__global__" in source
 # that. Running and timing the kernel needs a GPU and CuPy (notebook 05).
 
 # %%
-from mirage_lab.codegen.compile import nvcc_available, nvcc_ptx  # noqa: E402
+from mirage_lab.codegen.compile import nvcc_available, nvcc_ptx
 
 if nvcc_available():
     ptx = nvcc_ptx(source, "sm_80")

@@ -19,7 +19,6 @@
 # one block graph by hand, draws it, runs it with the interpreter (`ml.interpret`), and breaks it on purpose.
 
 # %%
-# ruff: noqa: B018  (a cell's last expression is what the notebook shows)
 from pathlib import Path
 
 import numpy as np

@@ -20,7 +20,6 @@
 # actions without a front end: `step`, `select`, `jump`, `set_filter`, `counts`, `explain`, `partial`.
 
 # %%
-# ruff: noqa: B018  (a cell's last expression is what the notebook shows)
 from pathlib import Path
 
 import numpy as np

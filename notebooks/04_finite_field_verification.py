@@ -18,7 +18,6 @@
 # verifier rejects *mutants* of a correct graph with a witness.
 
 # %%
-# ruff: noqa: B018  (a cell's last expression is what the notebook shows)
 from pathlib import Path
 
 import numpy as np

@@ -265,12 +265,12 @@ mw.ablation_figure(presets, title="Presets (live, small RMSNorm)")
 # ## 5 · The recorded figures (paper-sized programs)
 #
 # `benchmarks/search.py --json` ran full searches on the paper's shapes and saved the figures to
-# `data/search_cpu_xeon_2core.json`. Each row is one program and batch with its preset, the number of
+# `data/search_cpu_epyc_2core.json`. Each row is one program and batch with its preset, the number of
 # worker processes, states, the μGraphs checked and verified, wall time and the time split (oracle and
 # verification seconds are summed over the workers, so they can exceed wall time).
 
 # %%
-BENCH = DATA / "search_cpu_xeon_2core.json"
+BENCH = DATA / "search_cpu_epyc_2core.json"
 bench = mw.search_bench_frame(BENCH)
 print("recorded on:", bench.attrs.get("hardware"))
 bench[["label", "preset", "states", "checked", "verified", "stop", "wall_s", "first_verified_s", "best_proxy_us",

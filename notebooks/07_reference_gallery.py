@@ -31,7 +31,7 @@ from mirage_lab import widgets as mw
 from mirage_lab.bench import programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.io import graph_from_dict, read_json
+from mirage_lab.ir.io import read_json
 from mirage_lab.ir.printer import smem_bytes
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.widgets.draw import block_dot, kernel_dot
@@ -73,7 +73,7 @@ else:
           "$MIRAGE_REFERENCE_MUGRAPHS): showing the best μGraph of each of our own recorded searches instead.")
     gallery, program_of = {}, {}
     for p in sorted((DATA / "search_best").glob("*.json")):
-        gallery[p.stem] = [graph_from_dict(read_json(p))]  # a bare graph dict, as benchmarks/search.py saves it
+        gallery[p.stem] = [ml.load(p)]
         name, _, b = p.stem.rpartition("_bs")
         program_of[p.stem] = (name, int(b))
 print(f"{SOURCE}: {len(gallery)} files, {sum(map(len, gallery.values()))} graphs, "

@@ -1,7 +1,7 @@
 """Ablation plots: pruning on/off and configuration sweeps (explored states, search time, best cost).
 
 Two sources: the search benchmark's JSON (``benchmarks/search.py --json``, e.g.
-``data/search_cpu_xeon_2core.json``: ``search`` and ``pruning`` rows) and a user's own sweep, a mapping
+``data/search_cpu_epyc_2core.json``: ``search`` and ``pruning`` rows) and a user's own sweep, a mapping
 label → ``SearchResult`` / ``SearchReport`` / ``SearchReport.to_dict()``. Both become the same columns
 (``SWEEP_COLUMNS``), so one figure draws either.
 """
@@ -31,7 +31,7 @@ __all__ = ["SWEEP_COLUMNS", "ablation_figure", "pruning_figure", "pruning_frame"
 SWEEP_COLUMNS = ("label", "states", "checked", "verified", "stop", "wall_s", "enumeration_s", "oracle_s",
                  "verification_s", "first_verified_s", "best_proxy_us", "unfused_proxy_us")
 BENCH_FIX = "pass the JSON that benchmarks/search.py --json writes (keys hardware, search, pruning), e.g. " \
-            "data/search_cpu_xeon_2core.json, or its parsed dict"
+            "data/search_cpu_epyc_2core.json, or its parsed dict"
 Bench: TypeAlias = Mapping[str, Any] | str | os.PathLike[str]
 
 

@@ -22,7 +22,6 @@ from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir
 from mirage_lab.errors import InputError
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.io import graph_from_dict, read_json
 from mirage_lab.optimize.cost import proxy_cost
 
 from .plots_style import ROLE_COLORS, TableSource, fmt, hardware_preset, read_csv, require_columns, role_of, widget
@@ -96,7 +95,7 @@ def _graphs(name: str, batch: int, ref: Path | None, best_dir: str | Path | None
             out += [(f"{stem}[{i}]", g) for i, g in enumerate(ml.load_reference_checkpoint(ref / f"{stem}.json"))]
     best = None if best_dir is None else Path(best_dir) / f"{name}_bs{batch}.json"
     if best is not None and best.is_file():
-        out.append(("search best", graph_from_dict(read_json(best))))
+        out.append(("search best", _one_graph(best)))
     return out
 
 
@@ -230,3 +229,10 @@ def speedup_figure(source: TableSource, source_label: str | None = None) -> go.F
     fig.update_xaxes(tickangle=-35)
     kind = " + ".join(sorted(df["source"].unique()))
     return widget(fig.update_layout(boxmode="group"), f"Speed-up over the unfused program — {kind}", height=460)
+
+
+def _one_graph(path: Path) -> KernelGraph:
+    graph = ml.load(path)
+    if not isinstance(graph, KernelGraph):
+        raise InputError(f"{path} holds {len(graph)} μGraphs; a search's best is one")
+    return graph

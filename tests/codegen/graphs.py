@@ -3,14 +3,12 @@ best μGraph each benchmark search found (``data/search_best``, written by ``ben
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import mirage_lab as ml
 from mirage_lab.bench.fused import FUSED
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.io import graph_from_dict
 
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
 REFERENCE_GRAPHS = ("single_gated_mlp", "single_lora", "single_mqa_bs1")
@@ -19,7 +17,9 @@ SEARCH_BEST = tuple(sorted(p.stem for p in SEARCH_BEST_DIR.glob("*.json")))
 
 
 def search_best(stem: str) -> KernelGraph:
-    return graph_from_dict(json.loads((SEARCH_BEST_DIR / f"{stem}.json").read_text()))
+    graph = ml.load(SEARCH_BEST_DIR / f"{stem}.json")
+    assert isinstance(graph, KernelGraph), f"{stem}.json should hold one μGraph"
+    return graph
 
 
 def snapshot_graphs(reference_dir: Path | None) -> dict[str, Callable[[], KernelGraph]]:

@@ -20,7 +20,7 @@ from tests.search.test_search import search
 
 pytest.importorskip("plotly")
 REPO = Path(__file__).resolve().parents[2]
-SEARCH_JSON = REPO / "data" / "search_cpu_xeon_2core.json"
+SEARCH_JSON = REPO / "data" / "search_cpu_epyc_2core.json"
 
 
 @pytest.fixture(scope="module")
