@@ -40,16 +40,7 @@ from mirage_lab.optimize.occupancy import estimate_resources
 from mirage_lab.optimize.ranking import rank_by_cost
 from mirage_lab.optimize.schedule import schedule_block_graph
 
-
-def repo_root(start: Path) -> Path:
-    """The mirage-lab checkout: the first folder above ``start`` holding pyproject.toml."""
-    for p in (start, *start.parents):
-        if (p / "pyproject.toml").is_file() and (p / "mirage_lab").is_dir():
-            return p
-    raise FileNotFoundError(f"no mirage-lab checkout above {start}")
-
-
-ROOT = repo_root(Path.cwd().resolve())
+ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "pyproject.toml").is_file())
 DATA = ROOT / "data"
 OUT = ROOT / "reports" / "notebooks" / "05"
 OUT.mkdir(parents=True, exist_ok=True)

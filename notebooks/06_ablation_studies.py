@@ -30,16 +30,7 @@ from mirage_lab import widgets as mw
 from mirage_lab.search.candidates import grid_candidates
 from mirage_lab.search.config import PRESETS, preset
 
-
-def repo_root(start: Path) -> Path:
-    """The mirage-lab checkout: the first folder above ``start`` holding pyproject.toml."""
-    for p in (start, *start.parents):
-        if (p / "pyproject.toml").is_file() and (p / "mirage_lab").is_dir():
-            return p
-    raise FileNotFoundError(f"no mirage-lab checkout above {start}")
-
-
-ROOT = repo_root(Path.cwd().resolve())
+ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "pyproject.toml").is_file())
 DATA = ROOT / "data"
 pd.set_option("display.width", 160)
 

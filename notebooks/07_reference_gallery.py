@@ -37,16 +37,7 @@ from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.widgets.draw import block_dot, kernel_dot
 from mirage_lab.widgets.svg import have_dot, render_svg
 
-
-def repo_root(start: Path) -> Path:
-    """The mirage-lab checkout: the first folder above ``start`` holding pyproject.toml."""
-    for p in (start, *start.parents):
-        if (p / "pyproject.toml").is_file() and (p / "mirage_lab").is_dir():
-            return p
-    raise FileNotFoundError(f"no mirage-lab checkout above {start}")
-
-
-ROOT = repo_root(Path.cwd().resolve())
+ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "pyproject.toml").is_file())
 DATA = ROOT / "data"
 pd.set_option("display.width", 160)
 pd.set_option("display.max_colwidth", 90)
