@@ -118,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MirageError as e:
         print(f"mirage-lab: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("mirage-lab: interrupted (a search keeps its finished tasks; run it again to resume)", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `mirage-lab codegen … | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

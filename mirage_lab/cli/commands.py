@@ -66,6 +66,9 @@ def search(args: argparse.Namespace) -> int:
     res = superoptimize(source.graph, config, executor=executor_for(args.executor), run_dir=args.runs,
                         progress=not args.quiet)
     print(f"\n{res}\n")
+    if res.report.stop_reason != "complete" and res.run_dir is not None:
+        print(f"the search stopped early ({res.report.stop_reason}); its finished tasks are kept in {res.run_dir}: "
+              "run the same command again to resume", file=sys.stderr)
     if res.best is None:
         print("no verified μGraph; the report above says where the branches died", file=sys.stderr)
         return 0

@@ -137,3 +137,13 @@ def test_load_run_reads_without_writing(searched: tuple[Path, Path], tmp_path: P
     with pytest.raises(InputError, match="not a run folder"):
         load_run(plain)
     assert not any(plain.iterdir())  # nothing created in a folder that is not a run
+
+
+def test_a_cut_search_says_how_to_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = program_file(tmp_path)
+    args = ["search", str(prog), *SETTINGS, "--executor", "serial", "--runs", str(tmp_path / "runs"), "--quiet"]
+    assert main([*args, "--time-limit", "0.001"]) == 0
+    assert "run the same command again to resume" in capsys.readouterr().err
+    assert main(args) == 0  # resumed without a limit: it completes from the same folder
+    assert "resume" not in capsys.readouterr().err
+    assert len(list((tmp_path / "runs").iterdir())) == 1
