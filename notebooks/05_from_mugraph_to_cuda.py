@@ -118,7 +118,12 @@ print(source)
 # counter `i`. For `W` (imap `x→1`, fmap `0`) block `x` owns a strip of columns, and iteration `i`
 # walks down its rows. `X` has imap `φ` everywhere — every block reads the same rows (replication) —
 # but also fmap `1`, so it walks along the reduction dimension in step with `W`. The copy itself moves
-# 16-byte vectors (`uint4`, 8 halves) whenever the tile rows allow it.
+# 16-byte vectors (`uint4`, 8 halves) whenever the tile rows allow it (8- or 4-byte ones otherwise).
+#
+# The loop is **prefetched**: while iteration `i` computes, the loads of iteration `i + 1`'s tiles are
+# already in flight into registers (`pf…` arrays, offset `(i + 1)·…`), and the top of the next iteration
+# only stores them to shared memory. `ml.generate_cuda(graph, prefetch=False)` gives the plain
+# load–barrier–compute loop; the GPU benchmark times both.
 
 # %%
 body = graph.block_graphs[0]
@@ -129,7 +134,9 @@ print("W tile per block and iteration:", tile_w, " imap", loader_w.attr("imap"),
 print(excerpt(source, "// s1 = input()", "uint4"))
 # the offset terms the text describes, computed from the graph rather than copied from the source
 assert f"(long long)blockIdx.x * {tile_w[1]}" in source                # imap x→1: column strip of width tile[1]
-assert f"(long long)i * {tile_w[0] * W.dims[1]}" in source             # fmap 0: tile[0] rows of W per iteration
+assert f"(long long)(i + 1) * {tile_w[0] * W.dims[1]}" in source       # fmap 0: tile[0] rows of W per iteration
+plain = ml.generate_cuda(graph, prefetch=False)
+assert f"(long long)i * {tile_w[0] * W.dims[1]}" in plain and " pf1[" in source and " pf1[" not in plain
 
 # %% [markdown]
 # The saver works the same way in reverse: its **omap** (`x→1`) says block `x` writes output columns

@@ -36,7 +36,7 @@ def role_of(graph: str) -> str:
         return "unfused baseline"
     if graph == "torch":
         return "torch baseline"
-    if graph == "fused":
+    if graph == "fused" or graph.startswith("fused ("):  # "fused (no prefetch)": the codegen ablation
         return "hand-fused"
     if graph.startswith("search"):
         return "search best"

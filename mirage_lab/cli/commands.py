@@ -118,7 +118,7 @@ def codegen(args: argparse.Namespace) -> int:
     from mirage_lab.codegen import generate_cuda, plan_cuda
 
     source = resolve(args.graph)
-    cuda = generate_cuda(source.graph)
+    cuda = generate_cuda(source.graph, prefetch=not args.no_prefetch)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(cuda)
@@ -129,7 +129,7 @@ def codegen(args: argparse.Namespace) -> int:
     for arch in args.ptx or []:
         _ptx(cuda, arch)
     if args.emulate:
-        _emulate(source)
+        _emulate(source, cuda)
     return 0
 
 
@@ -142,7 +142,7 @@ def _ptx(cuda: str, arch: str) -> None:
           file=sys.stderr)
 
 
-def _emulate(source: Source) -> None:
+def _emulate(source: Source, cuda: str) -> None:
     """Run the generated CUDA on the CPU (g++ emulation) against the interpreter, on random inputs."""
     from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
     from mirage_lab.codegen.emulate import run_cuda_on_cpu
@@ -150,7 +150,7 @@ def _emulate(source: Source) -> None:
 
     inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
     want = interpret(source.graph, inputs, dtype="float32")
-    got = run_cuda_on_cpu(source.graph, inputs)
+    got = run_cuda_on_cpu(source.graph, inputs, source=cuda)
     errors = [relative_error(g.astype("float32"), w) for g, w in zip(got, want, strict=True)]
     print(f"emulated on the CPU: relative error against the interpreter {max(errors):.2e} "
           f"(fp16 storage, fp32 accumulation)", file=sys.stderr)

@@ -2,7 +2,8 @@
 a GPU can check that the kernels compute what the interpreter computes.
 
 The shim (``SHIM``) maps the CUDA dialect the generator emits onto C++20: ``__half`` is GCC's ``_Float16``
-(conversions round to nearest even, like ``__float2half``), ``uint4`` a 16-byte struct, qualifiers vanish.
+(conversions round to nearest even, like ``__float2half``), ``uint4``/``uint2``/``uint1`` plain structs,
+qualifiers vanish.
 Blocks of a launch run one after another, all ``threads`` threads of a block together, in one of three
 schedules that all keep ``__syncthreads()`` exact:
 
@@ -16,7 +17,7 @@ schedules that all keep ``__syncthreads()`` exact:
 Each block's shared memory is the planned ``smem_bytes`` plus a guard, all filled with 0xFF (NaN as fp16
 and fp32), and kernel outputs start as NaN: a read of shared memory nobody wrote, or an output element
 nobody stored, turns into NaN in the result instead of passing silently. A write into the guard, or a
-misaligned ``uint4`` access (a fault on a GPU), raises ``EmulationError`` naming the kernel, block, thread.
+misaligned vector access (a fault on a GPU), raises ``EmulationError`` naming the kernel, block, thread.
 
 Kernel-level library ops run in numpy by the op table's evaluation rule in fp32, as ``run.py`` does on CuPy.
 """
@@ -72,6 +73,8 @@ SHIM = r"""
 
 typedef _Float16 __half;
 struct uint4 { unsigned int x, y, z, w; };  // no alignas: misalignment is reported by mirage_vec, not a crash
+struct uint2 { unsigned int x, y; };
+struct uint1 { unsigned int x; };
 struct dim3u { unsigned int x, y, z; };
 
 // A table, because without F16C every _Float16 -> float conversion is a libgcc call and the matmul
@@ -102,9 +105,11 @@ static void mirage_fail(const char* what) {
 }
 extern "C" const char* mirage_last_error() { return mirage_error; }
 
-// 16-byte vector accesses fault on a GPU unless aligned; here they would silently work, so check.
+// vector accesses fault on a GPU unless aligned to their size; here they would silently work, so check.
 template <class T> static T* mirage_vec(std::conditional_t<std::is_const_v<T>, const void*, void*> p) {
-  if (reinterpret_cast<uintptr_t>(p) % 16) mirage_fail("misaligned 16-byte vector access");
+  if (reinterpret_cast<uintptr_t>(p) % sizeof(T))
+    mirage_fail(sizeof(T) == 16 ? "misaligned 16-byte vector access"
+                : sizeof(T) == 8 ? "misaligned 8-byte vector access" : "misaligned 4-byte vector access");
   return static_cast<T*>(p);
 }
 
@@ -213,7 +218,7 @@ def cpu_source(source: str) -> str:
     """``source`` made plain C++20: the shim, the kernels (shared memory rewritten), one launcher each."""
     names = KERNEL_NAME.findall(source)
     body = SMEM_DECL.sub("char* smem = mirage_smem;", source).replace("#include <cuda_fp16.h>", "")
-    for ty in ("uint4", "const uint4"):  # a checked cast, same parentheses
+    for ty in ("uint4", "const uint4", "uint2", "const uint2", "uint1", "const uint1"):  # checked, same parentheses
         body = body.replace(f"reinterpret_cast<{ty}*>(", f"mirage_vec<{ty}>(")
     if "cuda_bf16" in body:
         raise UnsupportedOpError("the CPU emulation has no bf16 type (GCC 12 lacks __bf16 arithmetic); use fp16")
@@ -267,12 +272,13 @@ def _kernels_in_log(text: str, log: str) -> str:
 
 
 def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source: str | None = None,
-                    schedule: Schedule = "forward") -> list[np.ndarray]:
+                    schedule: Schedule = "forward", prefetch: bool = True) -> list[np.ndarray]:
     """Run ``graph``'s generated CUDA (or ``source``, a variant of it) on the CPU; outputs in the tensors' dtype."""
     if schedule not in SCHEDULES:
         raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     program = plan_cuda(graph)
-    lib = build_library(generate_cuda(graph) if source is None else source) if program.launches else None
+    text = generate_cuda(graph, prefetch=prefetch) if source is None else source
+    lib = build_library(text) if program.launches else None
     types = program.tensors
     if len(inputs) != len(program.inputs):
         raise InputError(f"the graph has {len(program.inputs)} inputs, got {len(inputs)} arrays")

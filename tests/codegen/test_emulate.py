@@ -66,6 +66,16 @@ def test_os_thread_schedule_matches_interpreter() -> None:
     assert max(_errors("lora", schedule="threads")) < FP16_TOL
 
 
+@pytest.mark.parametrize("name", ["rmsnorm", "gated_mlp"])
+def test_prefetch_is_used_and_the_plain_loop_still_matches(name: str) -> None:
+    """The F > 1 graphs prefetch their loop tiles by default; the plain loop (the ablation) computes the same."""
+    graph, _, _ = _case(name, None)
+    plain = ml.generate_cuda(graph, prefetch=False)
+    assert " pf0[" in ml.generate_cuda(graph) and " pf0[" not in plain
+    assert max(_errors(name, source=plain)) < FP16_TOL
+    assert max(_errors(name, schedule="threads")) < FP16_TOL  # prefetch under OS threads too
+
+
 # --------------------------------------------------------------------------- the check can fail
 
 
@@ -92,6 +102,14 @@ def test_missing_barrier_is_caught(schedule: str) -> None:
     _, src, _ = _lora_source()
     bad = _broken(src, "__syncthreads();  // hoisted tiles are read by every thread", "")
     assert not max(_errors("lora", source=bad, schedule=schedule)) < FP16_TOL
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse"])
+def test_prefetching_the_wrong_iteration_is_caught(schedule: str) -> None:
+    graph, _, _ = _case("rmsnorm", None)
+    src = ml.generate_cuda(graph)
+    bad = _broken(src, "(long long)(i + 1) * 786432", "(long long)i * 786432")  # W's tile of this iteration again
+    assert not max(_errors("rmsnorm", source=bad, schedule=schedule)) < FP16_TOL
 
 
 def test_shared_memory_overrun_is_an_error() -> None:

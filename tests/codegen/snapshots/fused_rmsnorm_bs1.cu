@@ -21,6 +21,32 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   __half* s5 = reinterpret_cast<__half*>(smem + 112);
   float* acc2 = reinterpret_cast<float*>(smem + 6848);
   float* acc4 = reinterpret_cast<float*>(smem + 6656);
+  uint4 pf0[1];  // s0's next tile
+  // s0 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 128;
+    #pragma unroll
+    for (int r = 0; r < 1; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 32) {
+        const int idx = c * 8;
+        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 128) * 4096 + idx % 128]);
+      }
+    }
+  }
+  uint4 pf1[3];  // s1's next tile
+  // s1 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 786432 + (long long)blockIdx.x * 24;
+    #pragma unroll
+    for (int r = 0; r < 3; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 384) {
+        const int idx = c * 8;
+        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 24) * 6144 + idx % 24]);
+      }
+    }
+  }
   for (int idx = threadIdx.x; idx < 2; idx += 128) {
     acc2[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -28,23 +54,55 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     acc4[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 32; ++i) {
-    // s0 = input()
+    // s0 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 128;
-      for (int c = threadIdx.x; c < 32; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 128) * 4096 + idx % 128]);
+      #pragma unroll
+      for (int r = 0; r < 1; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 32) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+        }
       }
     }
-    // s1 = input()
+    // s1 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 786432 + (long long)blockIdx.x * 24;
-      for (int c = threadIdx.x; c < 384; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + (idx / 24) * 6144 + idx % 24]);
+      #pragma unroll
+      for (int r = 0; r < 3; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 384) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+        }
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 32) {
+      // s0 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 128;
+        #pragma unroll
+        for (int r = 0; r < 1; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 32) {
+            const int idx = c * 8;
+            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 128) * 4096 + idx % 128]);
+          }
+        }
+      }
+      // s1 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 786432 + (long long)blockIdx.x * 24;
+        #pragma unroll
+        for (int r = 0; r < 3; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 384) {
+            const int idx = c * 8;
+            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 24) * 6144 + idx % 24]);
+          }
+        }
+      }
+    }
     // s2 = accum_rms(s0)
     {
       for (int idx = threadIdx.x; idx < 2; idx += 128) {

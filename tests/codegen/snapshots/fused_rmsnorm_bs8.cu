@@ -21,6 +21,19 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   __half* s5 = reinterpret_cast<__half*>(smem + 800);
   float* acc2 = reinterpret_cast<float*>(smem + 83456);
   float* acc4 = reinterpret_cast<float*>(smem + 81920);
+  uint4 pf0[16];  // s0's next tile
+  // s0 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 1024;
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 2048) {
+        const int idx = c * 8;
+        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      }
+    }
+  }
   for (int idx = threadIdx.x; idx < 16; idx += 128) {
     acc2[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -28,12 +41,15 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     acc4[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 4; ++i) {
-    // s0 = input()
+    // s0 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 1024;
-      for (int c = threadIdx.x; c < 2048; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      #pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 2048) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+        }
       }
     }
     // s1 = input()
@@ -45,6 +61,20 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 4) {
+      // s0 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 1024;
+        #pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 2048) {
+            const int idx = c * 8;
+            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+          }
+        }
+      }
+    }
     // s2 = accum_rms(s0)
     {
       for (int idx = threadIdx.x; idx < 16; idx += 128) {

@@ -24,6 +24,45 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   __half* s7 = reinterpret_cast<__half*>(smem + 1024);
   float* acc5 = reinterpret_cast<float*>(smem + 9216);
   float* acc6 = reinterpret_cast<float*>(smem + 10240);
+  uint4 pf0[1];  // s0's next tile
+  // s0 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 64;
+    #pragma unroll
+    for (int r = 0; r < 1; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 64) {
+        const int idx = c * 8;
+        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 4096 + idx % 64]);
+      }
+    }
+  }
+  uint4 pf1[2];  // s1's next tile
+  // s1 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 262144 + (long long)blockIdx.x * 32;
+    #pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 256) {
+        const int idx = c * 8;
+        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 32) * 4096 + idx % 32]);
+      }
+    }
+  }
+  uint4 pf2[2];  // s2's next tile
+  // s2 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 262144 + (long long)blockIdx.x * 32;
+    #pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 256) {
+        const int idx = c * 8;
+        pf2[r] = *reinterpret_cast<const uint4*>(&in2[base + (idx / 32) * 4096 + idx % 32]);
+      }
+    }
+  }
   for (int idx = threadIdx.x; idx < 256; idx += 128) {
     acc5[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -31,31 +70,78 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     acc6[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 64; ++i) {
-    // s0 = input()
+    // s0 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 64;
-      for (int c = threadIdx.x; c < 64; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 4096 + idx % 64]);
+      #pragma unroll
+      for (int r = 0; r < 1; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 64) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+        }
       }
     }
-    // s1 = input()
+    // s1 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 262144 + (long long)blockIdx.x * 32;
-      for (int c = threadIdx.x; c < 256; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + (idx / 32) * 4096 + idx % 32]);
+      #pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 256) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+        }
       }
     }
-    // s2 = input()
+    // s2 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 262144 + (long long)blockIdx.x * 32;
-      for (int c = threadIdx.x; c < 256; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s2[idx]) = *reinterpret_cast<const uint4*>(&in2[base + (idx / 32) * 4096 + idx % 32]);
+      #pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 256) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s2[idx]) = pf2[r];
+        }
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 64) {
+      // s0 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 64;
+        #pragma unroll
+        for (int r = 0; r < 1; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 64) {
+            const int idx = c * 8;
+            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 4096 + idx % 64]);
+          }
+        }
+      }
+      // s1 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 262144 + (long long)blockIdx.x * 32;
+        #pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 256) {
+            const int idx = c * 8;
+            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 32) * 4096 + idx % 32]);
+          }
+        }
+      }
+      // s2 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 262144 + (long long)blockIdx.x * 32;
+        #pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 256) {
+            const int idx = c * 8;
+            pf2[r] = *reinterpret_cast<const uint4*>(&in2[base + (idx / 32) * 4096 + idx % 32]);
+          }
+        }
+      }
+    }
     // s3 = matmul(s0, s1)
     {
       for (int idx = threadIdx.x; idx < 256; idx += 128) {

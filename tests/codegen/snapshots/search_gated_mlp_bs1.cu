@@ -24,6 +24,32 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   __half* s8 = reinterpret_cast<__half*>(smem + 0);
   float* acc5 = reinterpret_cast<float*>(smem + 49152);
   float* acc6 = reinterpret_cast<float*>(smem + 49408);
+  uint4 pf0[8];  // s0's next tile
+  // s0 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 1024;
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 1024) {
+        const int idx = c * 8;
+        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      }
+    }
+  }
+  uint4 pf1[8];  // s1's next tile
+  // s1 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 4194304 + (long long)blockIdx.x * 8;
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 1024) {
+        const int idx = c * 8;
+        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 8) * 4096 + idx % 8]);
+      }
+    }
+  }
   for (int idx = threadIdx.x; idx < 64; idx += 128) {
     acc5[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -31,20 +57,26 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     acc6[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 4; ++i) {
-    // s0 = input()
+    // s0 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 1024;
-      for (int c = threadIdx.x; c < 1024; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      #pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 1024) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+        }
       }
     }
-    // s1 = input()
+    // s1 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 4194304 + (long long)blockIdx.x * 8;
-      for (int c = threadIdx.x; c < 1024; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + (idx / 8) * 4096 + idx % 8]);
+      #pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 1024) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+        }
       }
     }
     // s2 = input()
@@ -56,6 +88,32 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 4) {
+      // s0 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 1024;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 1024) {
+            const int idx = c * 8;
+            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+          }
+        }
+      }
+      // s1 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 4194304 + (long long)blockIdx.x * 8;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 1024) {
+            const int idx = c * 8;
+            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 8) * 4096 + idx % 8]);
+          }
+        }
+      }
+    }
     // s3 = matmul(s0, s1)
     {
       for (int idx = threadIdx.x; idx < 64; idx += 128) {

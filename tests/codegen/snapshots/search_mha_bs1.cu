@@ -24,6 +24,19 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   __half* s8 = reinterpret_cast<__half*>(smem + 0);
   float* acc5 = reinterpret_cast<float*>(smem + 6144);
   float* acc7 = reinterpret_cast<float*>(smem + 0);
+  uint4 pf1[16];  // s1's next tile
+  // s1 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)0 * 256;
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 2048) {
+        const int idx = c * 8;
+        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 256) * 4096 + idx % 256]);
+      }
+    }
+  }
   // s0 = input()  // hoisted: the same tile every iteration
   {
     const long long base = (long long)blockIdx.x * 1024;
@@ -40,12 +53,15 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   }
   __syncthreads();  // hoisted tiles are read by every thread
   for (int i = 0; i < 16; ++i) {
-    // s1 = input()
+    // s1 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)blockIdx.x * 262144 + (long long)i * 256;
-      for (int c = threadIdx.x; c < 2048; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + (idx / 256) * 4096 + idx % 256]);
+      #pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 2048) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+        }
       }
     }
     // s2 = input()
@@ -57,6 +73,20 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 16) {
+      // s1 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)blockIdx.x * 262144 + (long long)(i + 1) * 256;
+        #pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 2048) {
+            const int idx = c * 8;
+            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 256) * 4096 + idx % 256]);
+          }
+        }
+      }
+    }
     // s3 = matmul(s0, s1)
     {
       for (int idx = threadIdx.x; idx < 4096; idx += 128) {

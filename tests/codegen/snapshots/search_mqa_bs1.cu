@@ -24,6 +24,32 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   __half* s7 = reinterpret_cast<__half*>(smem + 40960);
   float* acc5 = reinterpret_cast<float*>(smem + 0);
   float* acc7 = reinterpret_cast<float*>(smem + 16384);
+  uint4 pf1[4];  // s1's next tile
+  // s1 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)blockIdx.y * 1024 + (long long)0 * 64;
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 512) {
+        const int idx = c * 8;
+        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 64) * 4096 + idx % 64]);
+      }
+    }
+  }
+  uint4 pf2[4];  // s2's next tile
+  // s2 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)blockIdx.y * 65536 + (long long)0 * 4096;
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 512) {
+        const int idx = c * 8;
+        pf2[r] = *reinterpret_cast<const uint4*>(&in2[base + (idx / 64) * 64 + idx % 64]);
+      }
+    }
+  }
   // s0 = input()  // hoisted: the same tile every iteration
   {
     const long long base = (long long)blockIdx.z * 4096;
@@ -40,23 +66,55 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   }
   __syncthreads();  // hoisted tiles are read by every thread
   for (int i = 0; i < 16; ++i) {
-    // s1 = input()
+    // s1 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)blockIdx.y * 1024 + (long long)i * 64;
-      for (int c = threadIdx.x; c < 512; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + (idx / 64) * 4096 + idx % 64]);
+      #pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 512) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+        }
       }
     }
-    // s2 = input()
+    // s2 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)blockIdx.y * 65536 + (long long)i * 4096;
-      for (int c = threadIdx.x; c < 512; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s2[idx]) = *reinterpret_cast<const uint4*>(&in2[base + (idx / 64) * 64 + idx % 64]);
+      #pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 512) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s2[idx]) = pf2[r];
+        }
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 16) {
+      // s1 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)blockIdx.y * 1024 + (long long)(i + 1) * 64;
+        #pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 512) {
+            const int idx = c * 8;
+            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 64) * 4096 + idx % 64]);
+          }
+        }
+      }
+      // s2 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)blockIdx.y * 65536 + (long long)(i + 1) * 4096;
+        #pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 512) {
+            const int idx = c * 8;
+            pf2[r] = *reinterpret_cast<const uint4*>(&in2[base + (idx / 64) * 64 + idx % 64]);
+          }
+        }
+      }
+    }
     // s3 = matmul(s0, s1)
     {
       for (int idx = threadIdx.x; idx < 4096; idx += 128) {

@@ -21,6 +21,32 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   __half* s5 = reinterpret_cast<__half*>(smem + 64);
   float* acc2 = reinterpret_cast<float*>(smem + 28768);
   float* acc4 = reinterpret_cast<float*>(smem + 28672);
+  uint4 pf0[2];  // s0's next tile
+  // s0 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 1024;
+    #pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 256) {
+        const int idx = c * 8;
+        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      }
+    }
+  }
+  uint2 pf1[24];  // s1's next tile
+  // s1 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 6291456 + (long long)blockIdx.x * 12;
+    #pragma unroll
+    for (int r = 0; r < 24; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 3072) {
+        const int idx = c * 4;
+        pf1[r] = *reinterpret_cast<const uint2*>(&in1[base + (idx / 12) * 6144 + idx % 12]);
+      }
+    }
+  }
   for (int idx = threadIdx.x; idx < 2; idx += 128) {
     acc2[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -28,23 +54,55 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     acc4[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 4; ++i) {
-    // s0 = input()
+    // s0 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 1024;
-      for (int c = threadIdx.x; c < 256; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      #pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 256) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+        }
       }
     }
-    // s1 = input()
+    // s1 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 6291456 + (long long)blockIdx.x * 12;
-      for (int c = threadIdx.x; c < 12288; c += 128) {
-        const int idx = c;
-        s1[idx] = in1[base + (idx / 12) * 6144 + idx % 12];
+      #pragma unroll
+      for (int r = 0; r < 24; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 3072) {
+          const int idx = c * 4;
+          *reinterpret_cast<uint2*>(&s1[idx]) = pf1[r];
+        }
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 4) {
+      // s0 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 1024;
+        #pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 256) {
+            const int idx = c * 8;
+            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+          }
+        }
+      }
+      // s1 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 6291456 + (long long)blockIdx.x * 12;
+        #pragma unroll
+        for (int r = 0; r < 24; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 3072) {
+            const int idx = c * 4;
+            pf1[r] = *reinterpret_cast<const uint2*>(&in1[base + (idx / 12) * 6144 + idx % 12]);
+          }
+        }
+      }
+    }
     // s2 = accum_rms(s0)
     {
       for (int idx = threadIdx.x; idx < 2; idx += 128) {
@@ -82,9 +140,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   // saver = output(s5)
   {
     const long long base = (long long)blockIdx.x * 12;
-    for (int c = threadIdx.x; c < 24; c += 128) {
-      const int idx = c;
-      out0[base + (idx / 12) * 6144 + idx % 12] = s5[idx];
+    for (int c = threadIdx.x; c < 6; c += 128) {
+      const int idx = c * 4;
+      *reinterpret_cast<uint2*>(&out0[base + (idx / 12) * 6144 + idx % 12]) = *reinterpret_cast<const uint2*>(&s5[idx]);
     }
   }
 }

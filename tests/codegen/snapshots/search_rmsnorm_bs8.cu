@@ -21,6 +21,19 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   __half* s5 = reinterpret_cast<__half*>(smem + 416);
   float* acc2 = reinterpret_cast<float*>(smem + 58112);
   float* acc4 = reinterpret_cast<float*>(smem + 57344);
+  uint4 pf0[16];  // s0's next tile
+  // s0 = input()  // iteration 0, into registers
+  {
+    const long long base = (long long)0 * 1024;
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      const int c = threadIdx.x + r * 128;
+      if (c < 2048) {
+        const int idx = c * 8;
+        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      }
+    }
+  }
   for (int idx = threadIdx.x; idx < 16; idx += 128) {
     acc2[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -28,23 +41,40 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     acc4[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 4; ++i) {
-    // s0 = input()
+    // s0 = input()  // from the registers prefetched last iteration
     {
-      const long long base = (long long)i * 1024;
-      for (int c = threadIdx.x; c < 2048; c += 128) {
-        const int idx = c * 8;
-        *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      #pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const int c = threadIdx.x + r * 128;
+        if (c < 2048) {
+          const int idx = c * 8;
+          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+        }
       }
     }
     // s1 = input()
     {
       const long long base = (long long)i * 6291456 + (long long)blockIdx.x * 12;
-      for (int c = threadIdx.x; c < 12288; c += 128) {
-        const int idx = c;
-        s1[idx] = in1[base + (idx / 12) * 6144 + idx % 12];
+      for (int c = threadIdx.x; c < 3072; c += 128) {
+        const int idx = c * 4;
+        *reinterpret_cast<uint2*>(&s1[idx]) = *reinterpret_cast<const uint2*>(&in1[base + (idx / 12) * 6144 + idx % 12]);
       }
     }
     __syncthreads();  // next stage reads this one
+    if (i + 1 < 4) {
+      // s0 = input()  // iteration i + 1, in flight during this one
+      {
+        const long long base = (long long)(i + 1) * 1024;
+        #pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          const int c = threadIdx.x + r * 128;
+          if (c < 2048) {
+            const int idx = c * 8;
+            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 1024) * 4096 + idx % 1024]);
+          }
+        }
+      }
+    }
     // s2 = accum_rms(s0)
     {
       for (int idx = threadIdx.x; idx < 16; idx += 128) {
@@ -82,9 +112,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   // saver = output(s5)
   {
     const long long base = (long long)blockIdx.x * 12;
-    for (int c = threadIdx.x; c < 192; c += 128) {
-      const int idx = c;
-      out0[base + (idx / 12) * 6144 + idx % 12] = s5[idx];
+    for (int c = threadIdx.x; c < 48; c += 128) {
+      const int idx = c * 4;
+      *reinterpret_cast<uint2*>(&out0[base + (idx / 12) * 6144 + idx % 12]) = *reinterpret_cast<const uint2*>(&s5[idx]);
     }
   }
 }
