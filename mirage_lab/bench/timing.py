@@ -135,8 +135,10 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
             if name in fused.FUSED:
                 g = fused.FUSED[name](batch)
                 record("fused", partial(run.compile, g), proxy_cost(g, hw).seconds * 1e6)
-                # the same kernels without the register prefetch of the next tiles (codegen.cuda), for the ablation
-                record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy_cost(g, hw).seconds * 1e6)
+                # the codegen ablation (codegen.cuda): without the register prefetch, and the plain loops
+                proxy = proxy_cost(g, hw).seconds * 1e6
+                record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy)
+                record("fused (plain loops)", partial(run.compile, g, prefetch=False, split_sums=False), proxy)
             for stem, (prog, b) in CHECKPOINTS.items():
                 if ref_dir is None or prog != name or b != batch:
                     continue

@@ -118,12 +118,12 @@ def codegen(args: argparse.Namespace) -> int:
     from mirage_lab.codegen import generate_cuda, plan_cuda
 
     source = resolve(args.graph)
-    cuda = generate_cuda(source.graph, prefetch=not args.no_prefetch)
+    cuda = generate_cuda(source.graph, prefetch=not args.no_prefetch, split_sums=not args.no_split)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(cuda)
         print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {args.out}")
-        print(plan_cuda(source.graph))
+        print(plan_cuda(source.graph), flush=True)
     else:
         sys.stdout.write(cuda)
     for arch in args.ptx or []:

@@ -53,6 +53,7 @@ SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(16\)\s+char\s+smem\[\]
 KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+\))? (\w+)\(')
 
 SHIM = r"""
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -112,6 +113,9 @@ template <class T> static T* mirage_vec(std::conditional_t<std::is_const_v<T>, c
                 : sizeof(T) == 8 ? "misaligned 8-byte vector access" : "misaligned 4-byte vector access");
   return static_cast<T*>(p);
 }
+
+// split sums add their partials into shared fp32 accumulators; real atomics under the OS-thread schedule
+static float atomicAdd(float* p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 
 static void __syncthreads() {
   if (mirage_mode == 2) mirage_barrier->arrive_and_wait();
@@ -272,12 +276,12 @@ def _kernels_in_log(text: str, log: str) -> str:
 
 
 def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source: str | None = None,
-                    schedule: Schedule = "forward", prefetch: bool = True) -> list[np.ndarray]:
+                    schedule: Schedule = "forward", prefetch: bool = True, split_sums: bool = True) -> list[np.ndarray]:
     """Run ``graph``'s generated CUDA (or ``source``, a variant of it) on the CPU; outputs in the tensors' dtype."""
     if schedule not in SCHEDULES:
         raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     program = plan_cuda(graph)
-    text = generate_cuda(graph, prefetch=prefetch) if source is None else source
+    text = generate_cuda(graph, prefetch=prefetch, split_sums=split_sums) if source is None else source
     lib = build_library(text) if program.launches else None
     types = program.tensors
     if len(inputs) != len(program.inputs):

@@ -68,10 +68,10 @@ def test_os_thread_schedule_matches_interpreter() -> None:
 
 @pytest.mark.parametrize("name", ["rmsnorm", "gated_mlp"])
 def test_prefetch_is_used_and_the_plain_loop_still_matches(name: str) -> None:
-    """The F > 1 graphs prefetch their loop tiles by default; the plain loop (the ablation) computes the same."""
+    """The F > 1 graphs prefetch their loop tiles by default; the plain loops (the ablation) compute the same."""
     graph, _, _ = _case(name, None)
-    plain = ml.generate_cuda(graph, prefetch=False)
-    assert " pf0[" in ml.generate_cuda(graph) and " pf0[" not in plain
+    plain = ml.generate_cuda(graph, prefetch=False, split_sums=False)
+    assert " pf0[" in ml.generate_cuda(graph) and " pf0[" not in plain and "atomicAdd(&" not in plain
     assert max(_errors(name, source=plain)) < FP16_TOL
     assert max(_errors(name, schedule="threads")) < FP16_TOL  # prefetch under OS threads too
 
@@ -110,6 +110,16 @@ def test_prefetching_the_wrong_iteration_is_caught(schedule: str) -> None:
     src = ml.generate_cuda(graph)
     bad = _broken(src, "(long long)(i + 1) * 786432", "(long long)i * 786432")  # W's tile of this iteration again
     assert not max(_errors("rmsnorm", source=bad, schedule=schedule)) < FP16_TOL
+
+
+def test_split_sums_are_used_and_a_lost_partial_is_caught() -> None:
+    """Fused RMSNorm bs1 has 48 matmul outputs and 2 row sums for 128 threads: both sums are split over the
+    idle threads. Storing a partial instead of adding it loses the others, and the check sees it."""
+    graph, _, _ = _case("rmsnorm", None)
+    src = ml.generate_cuda(graph)
+    assert "the K sum split over 2 threads" in src and "the row sum split over 64 threads" in src
+    bad = _broken(src, "atomicAdd(&acc4[idx], v);", "acc4[idx] = v;")
+    assert not max(_errors("rmsnorm", source=bad)) < FP16_TOL
 
 
 def test_shared_memory_overrun_is_an_error() -> None:

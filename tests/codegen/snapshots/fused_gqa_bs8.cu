@@ -208,10 +208,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
   for (int i = 0; i < 1; ++i) {
     // s2 = accum_sum(s0)
     {
-      for (int idx = threadIdx.x; idx < 16; idx += 128) {
+      for (int t = threadIdx.x; t < 128; t += 128) {
+        const int idx = t / 8, part = t % 8;  // consecutive threads: consecutive terms
         float c = 0.f;
-        for (int j = 0; j < 1024; ++j) { const float e = __half2float(s0[idx * 1024 + j]); c += e; }
-        acc2[idx] += c;
+        for (int j = part; j < 1024; j += 8) { const float e = __half2float(s0[idx * 1024 + j]); c += e; }
+        atomicAdd(&acc2[idx], c);  // the row sum split over 8 threads
       }
     }
     // s3 = accum_sum_todimx(s1)

@@ -116,20 +116,22 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     }
     // s3 = matmul(s0, s1)
     {
-      for (int idx = threadIdx.x; idx < 64; idx += 128) {
+      for (int t = threadIdx.x; t < 128; t += 128) {
+        const int idx = t % 64, part = t / 64;  // consecutive threads: consecutive columns
         const int m = idx / 8, n = idx % 8;
         float v = 0.f;
-        for (int kk = 0; kk < 1024; ++kk) v += __half2float(s0[m * 1024 + kk]) * __half2float(s1[kk * 8 + n]);
-        acc5[idx] += v;  // accum_no_red
+        for (int kk = part; kk < 1024; kk += 2) v += __half2float(s0[m * 1024 + kk]) * __half2float(s1[kk * 8 + n]);
+        atomicAdd(&acc5[idx], v);  // accum_no_red; the K sum split over 2 threads
       }
     }
     // s4 = matmul(s0, s2)
     {
-      for (int idx = threadIdx.x; idx < 64; idx += 128) {
+      for (int t = threadIdx.x; t < 128; t += 128) {
+        const int idx = t % 64, part = t / 64;  // consecutive threads: consecutive columns
         const int m = idx / 8, n = idx % 8;
         float v = 0.f;
-        for (int kk = 0; kk < 1024; ++kk) v += __half2float(s0[m * 1024 + kk]) * __half2float(s2[kk * 8 + n]);
-        acc6[idx] += v;  // accum_no_red
+        for (int kk = part; kk < 1024; kk += 2) v += __half2float(s0[m * 1024 + kk]) * __half2float(s2[kk * 8 + n]);
+        atomicAdd(&acc6[idx], v);  // accum_no_red; the K sum split over 2 threads
       }
     }
     __syncthreads();  // the next iteration overwrites tiles still being read

@@ -100,10 +100,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     __syncthreads();  // next stage reads this one
     // s5 = accum_sum(s4)
     {
-      for (int idx = threadIdx.x; idx < 16; idx += 128) {
+      for (int t = threadIdx.x; t < 128; t += 128) {
+        const int idx = t / 8, part = t % 8;  // consecutive threads: consecutive terms
         float c = 0.f;
-        for (int j = 0; j < 256; ++j) { const float e = __half2float(s4[idx * 256 + j]); c += e; }
-        acc5[idx] += c;
+        for (int j = part; j < 256; j += 8) { const float e = __half2float(s4[idx * 256 + j]); c += e; }
+        atomicAdd(&acc5[idx], c);  // the row sum split over 8 threads
       }
     }
     // s6 = matmul(s4, s2)

@@ -105,19 +105,21 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s2 = accum_rms(s0)
     {
-      for (int idx = threadIdx.x; idx < 2; idx += 128) {
+      for (int t = threadIdx.x; t < 128; t += 128) {
+        const int idx = t / 64, part = t % 64;  // consecutive threads: consecutive terms
         float c = 0.f;
-        for (int j = 0; j < 1024; ++j) { const float e = __half2float(s0[idx * 1024 + j]); c += e * e; }
-        acc2[idx] += c;
+        for (int j = part; j < 1024; j += 64) { const float e = __half2float(s0[idx * 1024 + j]); c += e * e; }
+        atomicAdd(&acc2[idx], c);  // the row sum split over 64 threads
       }
     }
     // s3 = matmul(s0, s1)
     {
-      for (int idx = threadIdx.x; idx < 24; idx += 128) {
+      for (int t = threadIdx.x; t < 120; t += 128) {
+        const int idx = t % 24, part = t / 24;  // consecutive threads: consecutive columns
         const int m = idx / 12, n = idx % 12;
         float v = 0.f;
-        for (int kk = 0; kk < 1024; ++kk) v += __half2float(s0[m * 1024 + kk]) * __half2float(s1[kk * 12 + n]);
-        acc4[idx] += v;  // accum_no_red
+        for (int kk = part; kk < 1024; kk += 5) v += __half2float(s0[m * 1024 + kk]) * __half2float(s1[kk * 12 + n]);
+        atomicAdd(&acc4[idx], v);  // accum_no_red; the K sum split over 5 threads
       }
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
