@@ -29,6 +29,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -43,6 +44,7 @@ from mirage_lab.bench.timing import (  # the measuring lives in the package, sha
     preset_for,
     with_speedups,
 )
+from mirage_lab.ir.io import write_atomic
 from mirage_lab.optimize.cost import HARDWARE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,13 +82,18 @@ def main() -> int:
         name = gpu_name(cupy)
         hw = args.hardware or preset_for(name)
         print(f"timing on {name}; proxy preset {hw}", flush=True)
-        rows = measure_gpu(cupy, run, hw, args.programs, args.batches, max_graphs=args.max_graphs, warmup=args.warmup,
-                           repeats=args.repeats, reference_dir=args.reference_dir)
-        df = pd.DataFrame(rows, columns=COLUMNS)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        df.to_csv(out / f"{name}.csv", index=False)
-        print(f"wrote {out / f'{name}.csv'}")
+        csv = out / f"{name}.csv"
+
+        def save(rows: list[dict[str, Any]]) -> None:  # after every row, atomically: a timeout keeps what ran
+            write_atomic(csv, pd.DataFrame(rows, columns=COLUMNS).to_csv(index=False))
+
+        rows = measure_gpu(cupy, run, hw, args.programs, args.batches, max_graphs=args.max_graphs, warmup=args.warmup,
+                           repeats=args.repeats, reference_dir=args.reference_dir, on_row=save)
+        df = pd.DataFrame(rows, columns=COLUMNS)
+        save(rows)
+        print(f"wrote {csv}")
     show(df)
     if args.json:
         print(json.dumps(correlations(df), indent=1))

@@ -20,4 +20,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 mkdir -p "$OUT/timings"
 timeout 240 .venv-gpu/bin/python benchmarks/kernels.py --max-graphs 4 --repeats 200 --out "$OUT/timings" --json \
   2>&1 | tee "$OUT/kernels_gpu.txt" || echo "benchmarks/kernels.py stopped (exit $?)" | tee -a "$OUT/kernels_gpu.txt"
+# the CSV is saved after every row, so a timeout above still leaves the rows it timed: correlate those
+for csv in "$OUT"/timings/*.csv; do
+  [ -f "$csv" ] && .venv-gpu/bin/python benchmarks/kernels.py --from-csv "$csv" --json > "${csv%.csv}.correlation.txt" || true
+done
 .venv-gpu/bin/python benchmarks/cost.py --ranking --json "$OUT/cost_ranking.json" > "$OUT/cost_ranking.txt" || true

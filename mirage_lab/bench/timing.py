@@ -105,9 +105,11 @@ def pick(graphs: list[KernelGraph], proxies: list[float], limit: int) -> list[in
 
 def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches: Sequence[int], *,
                 max_graphs: int = 6, warmup: int = 16, repeats: int = 200, reference_dir: str | None = None,
-                log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+                log: Callable[[str], None] = print,
+                on_row: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
     """Device-event timings of the unfused program (CuPy op by op), the hand-fused μGraph, up to ``max_graphs``
-    reference μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS)."""
+    reference μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS).
+    ``on_row(rows)`` runs after every row (to save them as they come: a time limit then loses nothing)."""
     ref_dir = find_reference_dir(reference_dir)
     rows: list[dict[str, Any]] = []
     for name in programs_:
@@ -130,6 +132,8 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                     row["error"] = f"{type(e).__name__}: {e}"[:200]
                 rows.append(row)
                 log(f"  {name} b{batch} {label}: {row.get('median_us', float('nan')):.2f} µs {row['error']}")
+                if on_row is not None:
+                    on_row(rows)
 
             record("unfused", partial(run.unfused_cupy, program), proxy_cost(program, hw).seconds * 1e6)
             if name in fused.FUSED:
