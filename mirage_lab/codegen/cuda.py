@@ -18,8 +18,8 @@ varies from run to run, within fp32 rounding.
 **Prefetch** (``prefetch=True``, the default): a loader that reads a new tile every iteration issues
 iteration i+1's global loads into registers right after iteration i's tiles are in shared memory, and
 stores them at the top of the next iteration, so memory latency overlaps the iteration's arithmetic
-and twice the bytes are in flight. It needs no extra shared memory; it is skipped for F = 1 and when
-a loop tile that would push a thread past ``PREFETCH_MAX_REGISTERS`` registers (the biggest tiles are
+and twice the bytes are in flight. It needs no extra shared memory. It is skipped for F = 1, and for a
+loop tile that would push a thread past ``PREFETCH_MAX_REGISTERS`` registers (the biggest tiles are
 chosen first). Tiles are copied in the widest vectors (16, 8 or 4 bytes) their rows allow.
 ``prefetch=False`` gives the plain load–barrier–compute loop (for ablations: ``benchmarks/kernels.py``
 times the variants side by side).
@@ -229,7 +229,8 @@ class KernelWriter:
         self.prefetched = self._prefetched_loaders() if prefetch else {}
 
     def _prefetched_loaders(self) -> dict[int, int]:
-        """Loop loader → 16-byte vectors per thread, for the loaders worth prefetching (none if over budget)."""
+        """Loop loader → vectors per thread (of its copy width) for the loaders to prefetch: vector-copied
+        tiles, the biggest first, while their data fits ``PREFETCH_MAX_REGISTERS``."""
         if self.bg.forloop_range == 1 or not self.schedule.loop:
             return {}
         need, regs = {}, {}
@@ -377,7 +378,7 @@ def _tile_copy(w: KernelWriter, tile: Dims, full: Dims, base: str, smem: str, gl
                itemsize: int) -> None:
     """Copy one tile between shared memory (contiguous) and a row-major DTensor at offset ``base``.
 
-    16-byte vectors when every tile row is whole vectors and every DTensor row starts aligned."""
+    In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``_vector``)."""
     step, vtype = _vector(tile, full, itemsize)
     w.line(f"const long long base = {base};")
     with w.for_each(math.prod(tile) // step, "c"):
