@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -54,3 +55,38 @@ def test_skips_or_reads_a_csv_without_a_gpu(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "t")], capture_output=True,
                            text=True, check=True)
         assert "skipped" in r.stderr and not (tmp_path / "t").exists()
+
+
+def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path) -> None:
+    """measure_gpu's bookkeeping on the CPU: a stand-in CuPy and timer checked against the real signatures and
+    result type (so the one GPU run cannot fail on a wrong call), every row saved as it comes."""
+    import inspect
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import mirage_lab as ml
+    from mirage_lab.bench import timing
+    from mirage_lab.codegen import run as real_run
+
+    def compile_(graph: ml.KernelGraph, **kw: bool) -> object:
+        inspect.signature(real_run.compile).bind(graph, **kw)  # the GPU run calls the real one this way
+        return lambda *xs: ml.interpret(graph, list(xs), dtype="float32")
+
+    def unfused(program: ml.KernelGraph) -> object:
+        inspect.signature(real_run.unfused_cupy).bind(program)
+        return lambda *xs: ml.interpret(program, list(xs), dtype="float32")
+
+    def time_callable(fn: Any, *args: Any, **kw: Any) -> real_run.Timing:
+        bound = inspect.signature(real_run.time_callable).bind(fn, *args, **kw)
+        fn(*bound.arguments["args"])
+        return real_run.Timing(0.01, 0.009, 0.02, (0.01,))  # milliseconds, as the real one returns
+
+    fake_run = SimpleNamespace(compile=compile_, unfused_cupy=unfused, time_callable=time_callable)
+    saved: list[int] = []
+    rows = timing.measure_gpu(SimpleNamespace(asarray=np.asarray), fake_run, "H200", ["lora"], [1],
+                              reference_dir=str(tmp_path / "none"), log=lambda _: None,
+                              on_row=lambda rs: saved.append(len(rs)))
+    assert [r["graph"] for r in rows][:4] == ["unfused", "fused", "fused (no prefetch)", "fused (plain loops)"]
+    assert all(r["error"] == "" and r["median_us"] == 10.0 for r in rows[:4]), rows
+    assert saved == list(range(1, len(rows) + 1))
