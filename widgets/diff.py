@@ -24,6 +24,7 @@ from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
 from mirage_lab.ir.printer import dim_text, format_kernel_graph, map_text, smem_bytes, summary
 from mirage_lab.ir.tensor import TensorType
+from mirage_lab.widgets.display import LiveOrStatic
 
 __all__ = ["DiffRow", "GraphDiff", "ListingRow", "align_kernels", "listing_rows", "structural_rows"]
 
@@ -186,7 +187,7 @@ def listing_rows(left: str, right: str) -> list[ListingRow]:
 # --------------------------------------------------------------------------- the state
 
 
-class GraphDiff:
+class GraphDiff(LiveOrStatic):
     """Headless state of the candidate diff: the two graphs, their labels and the changed-only filter."""
 
     def __init__(self, left: Any, right: Any, *, labels: tuple[str, str] | None = None) -> None:
@@ -249,18 +250,6 @@ class GraphDiff:
     def widget(self) -> Any:
         """An ipywidgets view: the header, a changed-only toggle, the field table and the listings."""
         return _build_widget(self)
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # the live widget where a widget manager exists; the static fragment everywhere else
-        data = {"text/plain": repr(self), "text/html": self.to_html()}
-        try:
-            view = self.widget()
-        except ImportError:  # ipywidgets is the ``lab`` extra
-            return data
-        return {**view._repr_mimebundle_(), **data}
 
 
 def _row_tr(row: DiffRow) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
+from mirage_lab.widgets.display import LiveOrStatic
 
 __all__ = ["Evidence", "VerificationInspector", "evidence_of"]
 
@@ -195,7 +196,7 @@ def witness_facts(w: Witness | str, origin: str) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- the state
 
 
-class VerificationInspector:
+class VerificationInspector(LiveOrStatic):
     """Headless state of the verification view: the evidence, the selected trial, the failed-only filter."""
 
     def __init__(self, source: Any, *, title: str = "") -> None:
@@ -301,18 +302,6 @@ class VerificationInspector:
     def widget(self) -> Any:
         """An ipywidgets view over this state: trial picker, failed-only filter, evidence panes."""
         return _build_widget(self)
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # the live widget where a widget manager exists; the static fragment everywhere else
-        data = {"text/plain": repr(self), "text/html": self.to_html()}
-        try:
-            view = self.widget()
-        except ImportError:  # ipywidgets is the ``lab`` extra
-            return data
-        return {**view._repr_mimebundle_(), **data}
 
 
 TRIAL_COLUMNS = ["trial", "seed", "matched", "fingerprints", "permutations", "seconds", "witness"]

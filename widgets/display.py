@@ -1,0 +1,27 @@
+"""How the two-form views show themselves in a notebook: the live ipywidgets view where a widget manager
+exists, the static HTML fragment everywhere else (exported HTML, GitHub, nbconvert, a plain console)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LiveOrStatic:
+    """Mixin for a view with ``to_html()`` (static, self-contained) and ``widget()`` (ipywidgets)."""
+
+    def to_html(self) -> str:
+        raise NotImplementedError
+
+    def widget(self) -> Any:
+        raise NotImplementedError
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        data = {"text/plain": repr(self), "text/html": self.to_html()}
+        try:
+            view = self.widget()
+        except ImportError:  # ipywidgets is the ``lab`` extra
+            return data
+        return {**view._repr_mimebundle_(), **data}
