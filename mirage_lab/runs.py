@@ -72,10 +72,6 @@ class RunFolder:
     def save_candidate(self, doc: dict[str, Any]) -> None:
         self.write(f"candidates/{doc['hash'][:16]}.json", doc)
 
-    def candidates(self) -> list[dict[str, Any]]:
-        docs = (self.read(f"candidates/{p.name}") for p in sorted((self.path / "candidates").glob("*.json")))
-        return [d for d in docs if d is not None]
-
     # ---- what a finished (or interrupted) search left, for views and scripts
     def program(self) -> Any:
         """The searched program (a KernelGraph)."""

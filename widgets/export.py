@@ -27,7 +27,7 @@ from mirage_lab.errors import InputError
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.optimize.cost import HARDWARE, proxy_cost
 from mirage_lab.search.events import SearchReport
-from mirage_lab.search.runner import SearchResult, candidate_from_doc
+from mirage_lab.search.runner import SearchResult, ranked_candidates
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
 from mirage_lab.widgets.inspector import VerificationInspector
@@ -63,8 +63,7 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
         raise InputError(f"{st.path} has no result.json: the search did not finish; resume it by running the "
                          "same search with the same run_dir, then export")
     report = SearchReport.from_dict(result["report"])
-    docs = {d["hash"]: d for d in st.folder.candidates()}
-    ranked = [candidate_from_doc(docs[h]) for h in result["ranking"] if h in docs]
+    ranked = [c for c in ranked_candidates(st.folder, result["ranking"]) if c is not None]
     name = title or f"mirage-lab search · {st.path.name}"
     parts = [f"<h1>{html.escape(name)}</h1>", _summary(st, report),
              "<h2>Verified μGraphs, best first</h2>", _ranking(ranked, result.get("costs", {}))]

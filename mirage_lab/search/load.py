@@ -14,7 +14,7 @@ from typing import Any
 from mirage_lab.errors import InputError
 from mirage_lab.runs import RunFolder
 from mirage_lab.search.events import SearchReport
-from mirage_lab.search.runner import SearchResult, candidate_from_doc
+from mirage_lab.search.runner import SearchResult, ranked_candidates
 
 
 def load_run(path: str | os.PathLike[str]) -> SearchResult:
@@ -29,11 +29,11 @@ def load_run(path: str | os.PathLike[str]) -> SearchResult:
     folder = RunFolder(p)
     doc: dict[str, Any] = folder.read("result.json") or {}
     try:
-        docs = {d["hash"]: d for d in folder.candidates()}
-        missing = [h[:16] for h in doc["ranking"] if h not in docs]
+        found = ranked_candidates(folder, doc["ranking"])
+        missing = [h[:16] for h, c in zip(doc["ranking"], found, strict=True) if c is None]
         if missing:
             raise InputError(f"{p}/candidates lacks {missing}; rerun the search with the same run_dir to restore them")
-        ranked = [candidate_from_doc(docs[h]) for h in doc["ranking"]]
+        ranked = [c for c in found if c is not None]
         report = SearchReport.from_dict(doc["report"])
     except (KeyError, TypeError) as e:
         raise InputError(f"{p}/result.json is malformed ({type(e).__name__}: {e}); delete it and rerun the "

@@ -145,6 +145,13 @@ def candidate_from_doc(d: dict[str, Any]) -> Candidate:
                      float(d["found_s"]))
 
 
+def ranked_candidates(folder: RunFolder, ranking: list[str]) -> list[Candidate | None]:
+    """The candidates a finished run ranked (``result.json``'s hashes), read from ``candidates/``; ``None``
+    where a file is missing (deleted by hand: the caller decides whether to recompute, skip or complain)."""
+    docs = (folder.read(f"candidates/{h[:16]}.json") for h in ranking)
+    return [None if d is None else candidate_from_doc(d) for d in docs]
+
+
 def _budgets(config: SearchConfig) -> dict[str, Any]:
     return {k: getattr(config, k) for k in BUDGETS}
 
@@ -270,10 +277,10 @@ class _Search:
             return None
         report = SearchReport.from_dict(doc["report"])
         report.cached = True
-        docs = [self.folder.read(f"candidates/{h[:16]}.json") for h in doc["ranking"]]
-        if any(d is None for d in docs):
+        found = ranked_candidates(self.folder, doc["ranking"])
+        cands = [c for c in found if c is not None]
+        if len(cands) < len(found):
             return None  # a candidate file was deleted: recompute (finished tasks are still reused)
-        cands = [candidate_from_doc(d) for d in docs if d is not None]
         return SearchResult(self.program, self.config, cands, report, self.folder.path, doc["costs"])
 
     # ---- tasks
