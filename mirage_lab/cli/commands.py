@@ -92,24 +92,15 @@ def verify(args: argparse.Namespace) -> int:
     from mirage_lab.verify import verify as verify_graphs
 
     candidate = resolve(args.candidate)
-    against = _reference_for(candidate, args.against, args.candidate)
+    # fused:NAME and run folders imply their program; a benchmark program is its own
+    against = resolve(args.against) if args.against else candidate.program or (candidate if candidate.benchmark
+                                                                                else None)
+    if against is None:
+        raise InputError("say what to verify against: --against PROGRAM (a benchmark name, a file, …)")
     result = verify_graphs(candidate.graph, against.graph, trials=args.trials, seed=args.seed)
     print(f"{candidate.label} against {against.label}:\n{result.summary()}\n")
     print(result.to_frame().to_string(index=False))
     return 0 if result.equivalent else 1
-
-
-def _reference_for(candidate: Source, against: str | None, text: str) -> Source:
-    if against:
-        return resolve(against)
-    if candidate.benchmark is not None:
-        return resolve(f"{candidate.benchmark}:{candidate.label.rsplit('_bs', 1)[1]}")
-    path = Path(text.partition("#")[0])
-    if path.is_dir():
-        from mirage_lab.runs import RunFolder
-
-        return Source(RunFolder(path).program(), f"{path.name} program")
-    raise InputError("say what to verify against: --against PROGRAM (a benchmark name, a file, …)")
 
 
 # --------------------------------------------------------------------------- codegen

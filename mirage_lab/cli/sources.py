@@ -36,6 +36,7 @@ class Source:
     graph: KernelGraph
     label: str
     benchmark: str | None = None  # the benchmark program's name, when the text named one
+    program: Source | None = None  # what the graph should compute, when the text says (fused:, a run folder)
 
     def __repr__(self) -> str:
         return f"Source({self.label!r}, {len(self.graph.compute_nodes)} kernel op(s))"
@@ -73,11 +74,12 @@ def benchmark_program(text: str) -> tuple[str, int]:
 def _from_benchmark(text: str) -> Source:
     is_fused = text.startswith("fused:")
     name, batch = benchmark_program(text.removeprefix("fused:"))
+    program = Source(programs.PROGRAMS[name](batch), f"{name}_bs{batch}", name)
     if not is_fused:
-        return Source(programs.PROGRAMS[name](batch), f"{name}_bs{batch}", name)
+        return program
     if name not in fused.FUSED:
         raise InputError(f"there is no hand-written fused μGraph for {name!r}; those are {sorted(fused.FUSED)}")
-    return Source(fused.FUSED[name](batch), f"fused_{name}_bs{batch}", name)
+    return Source(fused.FUSED[name](batch), f"fused_{name}_bs{batch}", name, program)
 
 
 def _index(selector: str, count: int, what: str) -> int:
@@ -133,4 +135,5 @@ def _from_run(path: Path, selector: str) -> Source:
     if not result.candidates:
         raise InputError(f"the search in {path} found no verified μGraph ({result.report.stop_reason})")
     i = _index(selector, len(result.candidates), "ranked μGraph")
-    return Source(result.candidates[i].graph, f"{path.resolve().name}_rank{i}")
+    name = path.resolve().name
+    return Source(result.candidates[i].graph, f"{name}_rank{i}", program=Source(result.program, f"{name} program"))
