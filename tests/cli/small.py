@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mirage_lab import cli
+from tests.search.test_search import SMALL
 
 PROGRAM = '''
 import mirage_lab as ml
@@ -22,9 +24,8 @@ w2 = wrong.new_input(dims=(256, 512), dtype=ml.float16)
 wrong.mark_output(wrong.matmul(x2, w2))
 '''
 
-SETTINGS = ["--preset", "mlp", "--set", "forloop_ranges=[4]", "--set", "grid_divisors=[8]",
-            "--set", 'block_ops=["matmul","exp","div","accum_no_red","accum_rms"]', "--set", "max_block_ops=6",
-            "--set", 'kernel_ops=["matmul","exp","customized"]']
+#: tests/search/test_search.py's SMALL narrowing, as the command line writes it
+SETTINGS = ["--preset", "mlp", *(arg for k, v in SMALL.items() for arg in ("--set", f"{k}={json.dumps(v)}"))]
 
 
 def program_file(folder: Path) -> Path:
