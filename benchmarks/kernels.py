@@ -5,8 +5,9 @@ For each benchmark program and batch size, times on the GPU with device events (
 
 * ``unfused``: the program run op by op with CuPy (``mirage_lab.codegen.run.unfused_cupy``);
 * ``fused``: the hand-written fused μGraph (``mirage_lab.bench.fused``), compiled with
-  ``mirage_lab.codegen.run.compile``, where there is one; ``fused (no prefetch)`` and ``fused (plain loops)``: the same
-  kernels without the register prefetch, and also without split sums (the codegen ablation);
+  ``mirage_lab.codegen.run.compile``, where there is one; ``fused (no prefetch)``, ``fused (no tensor cores)``
+  (where a matmul uses them) and ``fused (plain loops)``: the same kernels without the register prefetch,
+  with scalar matmuls, and with neither nor split sums (the codegen ablation);
 * ``<file>[i]``: reference μGraphs of each checkpoint file for that program and batch (the proxy's best
   first, then graphs spread over the proxy ranking, up to ``--max-graphs``);
 * ``torch``: the same formula in PyTorch, when torch is importable.

@@ -33,6 +33,7 @@ from mirage_lab.bench.harness import (
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.ranking import rank_correlation
+from mirage_lab.optimize.tensor_cores import mma_matmuls
 
 COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error"]
 
@@ -139,10 +140,14 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
             if name in fused.FUSED:
                 g = fused.FUSED[name](batch)
                 record("fused", partial(run.compile, g), proxy_cost(g, hw).seconds * 1e6)
-                # the codegen ablation (codegen.cuda): without the register prefetch, and the plain loops
+                # the codegen ablation (codegen.cuda): without the register prefetch, without tensor cores
+                # (where a matmul would use them), and the plain loops (all three off)
                 proxy = proxy_cost(g, hw).seconds * 1e6
                 record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy)
-                record("fused (plain loops)", partial(run.compile, g, prefetch=False, split_sums=False), proxy)
+                if any(mma_matmuls(bg) for bg in g.block_graphs):
+                    record("fused (no tensor cores)", partial(run.compile, g, tensor_cores=False), proxy)
+                record("fused (plain loops)", partial(run.compile, g, prefetch=False, split_sums=False,
+                                                      tensor_cores=False), proxy)
             for stem, (prog, b) in CHECKPOINTS.items():
                 if ref_dir is None or prog != name or b != batch:
                     continue

@@ -109,18 +109,20 @@ def codegen(args: argparse.Namespace) -> int:
     from mirage_lab.codegen import generate_cuda, plan_cuda
 
     source = resolve(args.graph)
-    cuda = generate_cuda(source.graph, prefetch=not args.no_prefetch, split_sums=not args.no_split)
+    tensor_cores = not args.no_tensor_cores
+    cuda = generate_cuda(source.graph, prefetch=not args.no_prefetch, split_sums=not args.no_split,
+                         tensor_cores=tensor_cores)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(cuda)
         print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {args.out}")
-        print(plan_cuda(source.graph), flush=True)
+        print(plan_cuda(source.graph, tensor_cores=tensor_cores), flush=True)
     else:
         sys.stdout.write(cuda)
     for arch in args.ptx or []:
         _ptx(cuda, arch)
     if args.emulate:
-        _emulate(source, cuda)
+        _emulate(source, cuda, tensor_cores)
     return 0
 
 
@@ -133,7 +135,7 @@ def _ptx(cuda: str, arch: str) -> None:
           file=sys.stderr)
 
 
-def _emulate(source: Source, cuda: str) -> None:
+def _emulate(source: Source, cuda: str, tensor_cores: bool) -> None:
     """Run the generated CUDA on the CPU (g++ emulation) against the interpreter, on random inputs."""
     from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
     from mirage_lab.codegen.emulate import run_cuda_on_cpu
@@ -141,7 +143,7 @@ def _emulate(source: Source, cuda: str) -> None:
 
     inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
     want = interpret(source.graph, inputs, dtype="float32")
-    got = run_cuda_on_cpu(source.graph, inputs, source=cuda)
+    got = run_cuda_on_cpu(source.graph, inputs, source=cuda, tensor_cores=tensor_cores)
     errors = [relative_error(g.astype("float32"), w) for g, w in zip(got, want, strict=True)]
     print(f"emulated on the CPU: relative error against the interpreter {max(errors):.2e} "
           f"(fp16 storage, fp32 accumulation)", file=sys.stderr)

@@ -49,7 +49,7 @@ SCHEDULES: dict[str, int] = {"forward": 0, "reverse": 1, "threads": 2}
 GXX_FLAGS = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-fno-strict-aliasing")  # CUDA code type-puns
 NUMPY_DTYPES: dict[DType, type[np.floating]] = {DType.FLOAT16: np.float16, DType.FLOAT32: np.float32}
 #: the generator's one shared-memory declaration; rewritten to the per-block buffer of the shim
-SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(16\)\s+char\s+smem\[\];")
+SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(\d+\)\s+char\s+smem\[\];")
 KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+\))? (\w+)\(')
 
 SHIM = r"""
@@ -122,6 +122,62 @@ static void __syncthreads() {
   else swapcontext(mirage_fiber, &mirage_scheduler);  // back to the scheduler: the next fiber runs
 }
 
+// Tensor cores (nvcuda::wmma). A fragment holds its whole tile in every lane, but of an accumulator a
+// lane computes and stores only the 1/32 it owns (a contiguous run, unlike the lanes' reads of the stage),
+// as a warp's lanes share a real tile: a read of the stage before every lane stored reads NaN. __syncwarp
+// is a block barrier here; the generator puts it where every thread meets it equally often.
+static void __syncwarp(unsigned = 0xffffffffu) { __syncthreads(); }
+namespace nvcuda { namespace wmma {
+struct matrix_a {}; struct matrix_b {}; struct accumulator {}; struct row_major {}; struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K> struct shape;
+template <int M, int N, int K> struct shape<matrix_a, M, N, K> { static constexpr int R = M, C = K; };
+template <int M, int N, int K> struct shape<matrix_b, M, N, K> { static constexpr int R = K, C = N; };
+template <int M, int N, int K> struct shape<accumulator, M, N, K> { static constexpr int R = M, C = N; };
+template <class Use, int M, int N, int K, class T, class Layout = void> struct fragment {
+  static constexpr int R = shape<Use, M, N, K>::R, C = shape<Use, M, N, K>::C, num_elements = R * C;
+  float x[R * C];
+};
+static bool owned(int e, int elements) { return e / (elements / 32) == (int)(threadIdx.x % 32); }
+static void check(const void* p, unsigned ldm, unsigned multiple, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 32) mirage_fail(what);  // wmma needs 256-bit aligned pointers
+  if (ldm % multiple) mirage_fail("wmma ldm is not a multiple of 16 bytes");
+}
+template <class Use, int M, int N, int K, class T, class L>
+static void fill_fragment(fragment<Use, M, N, K, T, L>& f, float v) { for (float& e : f.x) e = v; }
+// An operand lane reads only the A rows / B columns its owned outputs need (the rest stay unset): the
+// whole tile in all 32 lanes made the emulation several times slower than the scalar code.
+template <class Use, int M, int N, int K>
+static void load_matrix_sync(fragment<Use, M, N, K, __half, row_major>& f, const __half* p, unsigned ldm) {
+  check(p, ldm, 8, "misaligned wmma load (needs 32 bytes)");
+  using F = fragment<Use, M, N, K, __half, row_major>;
+  const int first = (int)(threadIdx.x % 32) * (M * N / 32), last = first + M * N / 32 - 1;  // owned outputs
+  const bool a = std::is_same_v<Use, matrix_a>;
+  const int r0 = a ? first / N : 0, r1 = a ? last / N : F::R - 1;
+  const int c0 = a ? 0 : first % N, c1 = a ? F::C - 1 : last % N;  // a run of M·N/32 < N stays in a row
+  for (int r = r0; r <= r1; ++r)
+    for (int c = c0; c <= c1; ++c) f.x[r * F::C + c] = __half2float(p[r * ldm + c]);
+}
+template <int M, int N, int K>
+static void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<matrix_a, M, N, K, __half, row_major>& a,
+                     const fragment<matrix_b, M, N, K, __half, row_major>& b,
+                     const fragment<accumulator, M, N, K, float>& c) {
+  for (int e = 0; e < M * N; ++e) {
+    if (!owned(e, M * N)) continue;
+    float s = c.x[e];
+    for (int k = 0; k < K; ++k) s += a.x[(e / N) * K + k] * b.x[k * N + e % N];
+    d.x[e] = s;
+  }
+}
+template <int M, int N, int K>
+static void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t l) {
+  check(p, ldm, 4, "misaligned wmma store (needs 32 bytes)");
+  if (l != mem_row_major) mirage_fail("the shim stores row-major wmma tiles only");
+  for (int e = 0; e < M * N; ++e)
+    if (owned(e, M * N)) p[(e / N) * ldm + e % N] = f.x[e];
+}
+}}  // namespace nvcuda::wmma
+
 static void mirage_fiber_main() { mirage_kernel(mirage_args); mirage_finished = true; }  // then uc_link
 
 static void mirage_run_block_fibers(int threads, bool reverse, ucontext_t* ctx, char* done, char* stacks,
@@ -174,7 +230,7 @@ static void mirage_launch(void (*kernel)(void**), void** args, int gx, int gy, i
   // The planned bytes, then a guard: a write past the plan's peak is caught, a read of it gives NaN.
   constexpr int GUARD = 4096;
   constexpr size_t STACK = 1 << 16;
-  mirage_smem = static_cast<char*>(std::aligned_alloc(16, (smem_bytes + GUARD + 15) / 16 * 16));
+  mirage_smem = static_cast<char*>(std::aligned_alloc(32, (smem_bytes + GUARD + 31) / 32 * 32));
   char* stacks = new char[STACK * threads];
   ucontext_t* ctx = new ucontext_t[threads];
   char* done = new char[threads];
@@ -221,7 +277,9 @@ def gxx_available() -> bool:
 def cpu_source(source: str) -> str:
     """``source`` made plain C++20: the shim, the kernels (shared memory rewritten), one launcher each."""
     names = KERNEL_NAME.findall(source)
-    body = SMEM_DECL.sub("char* smem = mirage_smem;", source).replace("#include <cuda_fp16.h>", "")
+    body = SMEM_DECL.sub("char* smem = mirage_smem;", source)
+    for header in ("#include <cuda_fp16.h>", "#include <mma.h>"):  # the shim stands in for both
+        body = body.replace(header, "")
     for ty in ("uint4", "const uint4", "uint2", "const uint2", "uint1", "const uint1"):  # checked, same parentheses
         body = body.replace(f"reinterpret_cast<{ty}*>(", f"mirage_vec<{ty}>(")
     if "cuda_bf16" in body:
@@ -276,12 +334,15 @@ def _kernels_in_log(text: str, log: str) -> str:
 
 
 def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source: str | None = None,
-                    schedule: Schedule = "forward", prefetch: bool = True, split_sums: bool = True) -> list[np.ndarray]:
-    """Run ``graph``'s generated CUDA (or ``source``, a variant of it) on the CPU; outputs in the tensors' dtype."""
+                    schedule: Schedule = "forward", prefetch: bool = True, split_sums: bool = True,
+                    tensor_cores: bool = True) -> list[np.ndarray]:
+    """Run ``graph``'s generated CUDA (or ``source``, a variant of it made with the same ``tensor_cores``)
+    on the CPU; outputs in the tensors' dtype."""
     if schedule not in SCHEDULES:
         raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-    program = plan_cuda(graph)
-    text = generate_cuda(graph, prefetch=prefetch, split_sums=split_sums) if source is None else source
+    program = plan_cuda(graph, tensor_cores=tensor_cores)
+    text = (generate_cuda(graph, prefetch=prefetch, split_sums=split_sums, tensor_cores=tensor_cores)
+            if source is None else source)
     lib = build_library(text) if program.launches else None
     types = program.tensors
     if len(inputs) != len(program.inputs):

@@ -46,10 +46,11 @@ def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[
 class CompiledGraph:
     """A μGraph ready to run: ``outputs = compiled(*inputs)`` on CuPy arrays, in the graph's input order."""
 
-    def __init__(self, graph: KernelGraph, prefetch: bool = True, split_sums: bool = True) -> None:
+    def __init__(self, graph: KernelGraph, prefetch: bool = True, split_sums: bool = True,
+                 tensor_cores: bool = True) -> None:
         self.graph = graph
-        self.program: CudaProgram = plan_cuda(graph)
-        self.source = generate_cuda(graph, prefetch=prefetch, split_sums=split_sums)
+        self.program: CudaProgram = plan_cuda(graph, tensor_cores=tensor_cores)
+        self.source = generate_cuda(graph, prefetch=prefetch, split_sums=split_sums, tensor_cores=tensor_cores)
         self._kernels: dict[str, Any] = {}
         if self.program.launches:
             import cupy
@@ -97,10 +98,11 @@ class CompiledGraph:
         return len(self.graph.nodes[step.node].outputs)
 
 
-def compile(graph: KernelGraph, *, prefetch: bool = True, split_sums: bool = True) -> CompiledGraph:
-    """Generate, compile (CuPy RawModule) and wrap ``graph`` as a callable on CuPy arrays (``prefetch`` and
-    ``split_sums``: see ``codegen.cuda``)."""
-    return CompiledGraph(graph, prefetch, split_sums)
+def compile(graph: KernelGraph, *, prefetch: bool = True, split_sums: bool = True,
+            tensor_cores: bool = True) -> CompiledGraph:
+    """Generate, compile (CuPy RawModule) and wrap ``graph`` as a callable on CuPy arrays (``prefetch``,
+    ``split_sums`` and ``tensor_cores``: see ``codegen.cuda``)."""
+    return CompiledGraph(graph, prefetch, split_sums, tensor_cores)
 
 
 def unfused_cupy(program: KernelGraph) -> Callable[..., list[Any]]:

@@ -2,7 +2,9 @@
 
 The buffers are those the CUDA backend materialises: every loader tile, the output of every
 op that is not fused away (SPEC §4 epilogues stay in registers), each accumulator's fp32 state
-and post-loop result, rms_norm's per-row fp32 statistic, and reduction_max's running maximum.
+and post-loop result, rms_norm's per-row fp32 statistic, reduction_max's running maximum, and each
+tensor-core matmul's per-warp fp32 staging tiles (``optimize.tensor_cores``; they and the matmul's
+operands are 32-byte aligned, every other buffer 16-byte).
 A buffer is live over the schedule's time steps from its writer's stage to its last reader's;
 anything live on both sides of the loop boundary is live for the whole loop body, since every
 iteration reads it. Two buffers may share bytes only if their lifetimes are disjoint.
@@ -14,28 +16,31 @@ in order of decreasing size both run, and the plan with the lower peak is kept.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mirage_lab.ir.graph import BlockGraph
 from mirage_lab.ir.ops import Kind, Op
 from mirage_lab.optimize.schedule import BlockSchedule
+from mirage_lab.optimize.tensor_cores import MMA_ALIGN, MmaTiling
 
 ALIGN = 16  # bytes: the widest vector copy (128 bits)
 FP32 = 4
 
 
-def align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def align(n: int, to: int = ALIGN) -> int:
+    return -(-n // to) * to
 
 
 @dataclass(frozen=True)
 class Buffer:
-    """``key``: ``s<t>`` for STensor t, ``acc<k>`` / ``rms<k>`` / ``max<k>`` for node k's scratch."""
+    """``key``: ``s<t>`` for STensor t, ``acc<k>`` / ``rms<k>`` / ``max<k>`` / ``mma<k>`` for node k's
+    scratch; ``alignment``: its offset's (bytes)."""
 
     key: str
     nbytes: int
     first: int
     last: int
+    alignment: int = field(default=ALIGN, compare=False)
 
     def overlaps(self, other: Buffer) -> bool:
         return self.first <= other.last and other.first <= self.last
@@ -78,7 +83,10 @@ def materialized(bg: BlockGraph, schedule: BlockSchedule) -> dict[int, int]:
     return out
 
 
-def buffers(bg: BlockGraph, schedule: BlockSchedule) -> list[Buffer]:
+def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling] | None = None) -> list[Buffer]:
+    """The buffers, their sizes and lifetimes; ``mma``: the matmuls lowered to tensor cores."""
+    mma = mma or {}
+    wide = {t for tiling in mma.values() for t in tiling.operands}
     stages = schedule.stages
     loop_first, loop_last = schedule.loop_span
     epi = len(schedule.prologue) + len(schedule.loop)
@@ -102,7 +110,7 @@ def buffers(bg: BlockGraph, schedule: BlockSchedule) -> list[Buffer]:
         first = epi if node.kind is Kind.ACCUM else when[k][0]
         readers = [s for j, n in enumerate(bg.nodes) if t in n.inputs for s in when.get(j, [])
                    if n.kind is not Kind.ACCUM or s < epi]  # an accumulator reads its input only in the loop
-        out.append(Buffer(f"s{t}", bg.tensors[t].nbytes, *span(first, readers)))
+        out.append(Buffer(f"s{t}", bg.tensors[t].nbytes, *span(first, readers), MMA_ALIGN if t in wide else ALIGN))
     for k, node in enumerate(bg.nodes):
         size = bg.tensors[node.outputs[0]].numel * FP32 if node.outputs else 0
         if node.kind is Kind.ACCUM:
@@ -112,6 +120,8 @@ def buffers(bg: BlockGraph, schedule: BlockSchedule) -> list[Buffer]:
             out.append(Buffer(f"rms{k}", rows * FP32, when[k][0], when[k][0]))
         elif node.op is Op.REDUCTION_MAX and not bg.tensors[node.inputs[0]].post_loop:
             out.append(Buffer(f"max{k}", size, loop_first, loop_last))
+        if k in mma:
+            out.append(Buffer(f"mma{k}", mma[k].staging_bytes, when[k][0], when[k][0], MMA_ALIGN))
     return out
 
 
@@ -125,27 +135,28 @@ def _norm_size(bg: BlockGraph, k: int) -> int:
     return n
 
 
-Placer = Callable[[list[tuple[int, int]], int], int]
+Placer = Callable[[list[tuple[int, int]], int, int], int]
 
 
-def _first_fit(taken: list[tuple[int, int]], size: int) -> int:
-    """The lowest offset whose [offset, offset + size) misses every taken range."""
+def _first_fit(taken: list[tuple[int, int]], size: int, to: int) -> int:
+    """The lowest offset (a multiple of ``to``) whose [offset, offset + size) misses every taken range."""
     offset = 0
     for lo, hi in sorted(taken):
         if offset + size <= lo:
             break
-        offset = max(offset, align(hi))
+        offset = max(offset, align(hi, to))
     return offset
 
 
-def _best_fit(taken: list[tuple[int, int]], size: int) -> int:
-    """The gap between taken ranges that fits ``size`` most tightly (the open top as a last resort)."""
+def _best_fit(taken: list[tuple[int, int]], size: int, to: int) -> int:
+    """The gap between taken ranges that fits ``size`` most tightly (the open top as a last resort), at a
+    multiple of ``to``."""
     best, best_gap, offset = None, None, 0
     for lo, hi in sorted(taken):
         gap = lo - offset
         if gap >= size and (best_gap is None or gap < best_gap):
             best, best_gap = offset, gap
-        offset = max(offset, align(hi))
+        offset = max(offset, align(hi, to))
     return offset if best is None else best
 
 
@@ -154,13 +165,15 @@ def _place(bufs: list[Buffer], order: Callable[[Buffer], tuple[int, ...]], place
     placed: list[Buffer] = []
     for b in sorted(bufs, key=order):
         taken = [(offsets[p.key], offsets[p.key] + p.nbytes) for p in placed if p.overlaps(b)]
-        offsets[b.key] = placer(taken, align(b.nbytes))
+        offsets[b.key] = placer(taken, align(b.nbytes), b.alignment)
         placed.append(b)
     return offsets
 
 
-def plan_shared_memory(bg: BlockGraph, schedule: BlockSchedule) -> SmemPlan:
-    bufs = buffers(bg, schedule)
+def plan_shared_memory(bg: BlockGraph, schedule: BlockSchedule,
+                       mma: Mapping[int, MmaTiling] | None = None) -> SmemPlan:
+    """Offsets for every buffer (``mma``: the matmuls lowered to tensor cores, which add staging tiles)."""
+    bufs = buffers(bg, schedule, mma)
     strategies = {
         "first-fit": _place(bufs, lambda b: (b.first, -b.nbytes), _first_fit),
         "best-fit": _place(bufs, lambda b: (-b.nbytes, b.first), _best_fit),

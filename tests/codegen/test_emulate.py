@@ -122,10 +122,48 @@ def test_split_sums_are_used_and_a_lost_partial_is_caught() -> None:
     assert not max(_errors("rmsnorm", source=bad)) < FP16_TOL
 
 
+@pytest.mark.parametrize("schedule", ["forward", "reverse"])
+def test_tensor_cores_are_used_and_a_missing_syncwarp_is_caught(schedule: str) -> None:
+    """A lane reads the staging tile that all the warp's lanes stored; without the __syncwarp the emulation,
+    whose lanes each store only their own share of it, reads unwritten (NaN) shared memory."""
+    _, src, _ = _lora_source()
+    assert src.count("wmma::mma_sync(c, a, b, c);") == 3
+    bad = _broken(src, "__syncwarp();  // the lanes read what all of them stored", "")
+    assert not max(_errors("lora", source=bad, schedule=schedule)) < FP16_TOL
+
+
+def test_overwriting_the_stage_too_soon_is_caught() -> None:
+    """LoRA at batch 8 has 32 output tiles for 4 warps: a warp's next tile must wait until its lanes have read
+    the last one from the stage."""
+    graph = FUSED["lora"](8)
+    ins = [a.astype(np.float16) for a in random_inputs(graph, seed=5)]
+    want = ml.interpret(graph, [a.astype(np.float64) for a in ins])
+    src = ml.generate_cuda(graph)
+    good = run_cuda_on_cpu(graph, ins, source=src)
+    assert relative_error(good[0].astype(np.float64), want[0]) < FP16_TOL
+    bad = _broken(src, "__syncwarp();  // read before the next tile overwrites the stage", "")
+    assert not relative_error(run_cuda_on_cpu(graph, ins, source=bad)[0].astype(np.float64), want[0]) < FP16_TOL
+
+
+def test_scalar_matmuls_still_match() -> None:
+    """``tensor_cores=False`` (the ablation) keeps the scalar loops, which compute the same."""
+    graph, _, _ = _case("lora", None)
+    assert "wmma" not in ml.generate_cuda(graph, tensor_cores=False)
+    assert max(_errors("lora", tensor_cores=False)) < FP16_TOL
+
+
+def test_misaligned_wmma_load_is_an_error() -> None:
+    graph, src, ins = _lora_source()
+    # A's fragment pointer 8 halves (16 bytes) off the 32-byte alignment wmma needs
+    bad = _broken(src, "load_matrix_sync(a, &s0[tm * 256 + kk]", "load_matrix_sync(a, &s0[tm * 256 + kk + 8]")
+    with pytest.raises(EmulationError, match="misaligned wmma load"):
+        run_cuda_on_cpu(graph, ins, source=bad)
+
+
 def test_shared_memory_overrun_is_an_error() -> None:
     graph, src, ins = _lora_source()
-    # s6, the last 2048 B of the 59904 B plan, moved up by 16 B
-    bad = _broken(src, "(smem + 57856)", "(smem + 57872)")
+    # s5, the last 512 B of the 66048 B plan, moved up by 32 B (it is a wmma operand: 32-byte aligned)
+    bad = _broken(src, "(smem + 65536)", "(smem + 65568)")
     with pytest.raises(EmulationError, match=r"mirage_k4: write past the planned shared memory \(block"):
         run_cuda_on_cpu(graph, ins, source=bad)
 
@@ -139,7 +177,7 @@ def test_misaligned_vector_access_is_an_error() -> None:
 
 def test_compile_failure_names_the_kernel_and_shows_the_log() -> None:
     graph, src, ins = _lora_source()
-    bad = _broken(src, "float v = 0.f;", "float v = undeclared_thing;")
+    bad = _broken(src, "wmma::fill_fragment(c, 0.f);", "wmma::fill_fragment(c, undeclared_thing);")
     with pytest.raises(CompileError, match=r"(?s)g\+\+ failed .* kernel mirage_k4 .*undeclared_thing"):
         run_cuda_on_cpu(graph, ins, source=bad)
 

@@ -9,6 +9,7 @@ import mirage_lab as ml
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
 from mirage_lab.semantics.backend import cupy_available
+from tests.codegen.graphs import SEARCH_BEST, search_best
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_available(), reason="needs CuPy and a CUDA device")]
 FP16_TOL = 2e-2  # fp16 storage of tiles and outputs, fp32 arithmetic
@@ -28,7 +29,7 @@ def test_compiled_fused_graph_matches_interpreter(name: str, batch: int, plain: 
     ins = _fp16_inputs(graph, name)
     want = ml.interpret(graph, [a.astype(np.float64) for a in ins])
     try:
-        compiled = ml.compile(graph, prefetch=not plain, split_sums=not plain)
+        compiled = ml.compile(graph, prefetch=not plain, split_sums=not plain, tensor_cores=not plain)
     except ml.MirageError as e:
         if "shared memory" in str(e):
             pytest.skip(str(e))
@@ -36,6 +37,19 @@ def test_compiled_fused_graph_matches_interpreter(name: str, batch: int, plain: 
     got = compiled(*[cupy.asarray(a) for a in ins])
     for g, w in zip(got, want, strict=True):
         assert g.dtype == cupy.float16
+        assert relative_error(cupy.asnumpy(g).astype(np.float64), w) < FP16_TOL
+
+
+@pytest.mark.parametrize("stem", SEARCH_BEST)
+def test_search_discovered_graphs_run_on_the_gpu(stem: str) -> None:
+    """The best μGraph each benchmark search found, as compiled CUDA (tensor cores where tiles allow)."""
+    import cupy
+
+    graph = search_best(stem)
+    ins = _fp16_inputs(graph, stem.split("_bs")[0])
+    want = ml.interpret(graph, [a.astype(np.float64) for a in ins])
+    got = ml.compile(graph)(*[cupy.asarray(a) for a in ins])
+    for g, w in zip(got, want, strict=True):
         assert relative_error(cupy.asnumpy(g).astype(np.float64), w) < FP16_TOL
 
 

@@ -16,6 +16,7 @@ from mirage_lab.ir.ops import OPS, Level, Op, ops_at
 from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.optimize.memory import ALIGN, plan_shared_memory
 from mirage_lab.optimize.schedule import schedule_block_graph
+from mirage_lab.optimize.tensor_cores import MMA_ALIGN, mma_matmuls
 from tests.codegen.graphs import snapshot_graphs
 
 PHI = -1
@@ -77,8 +78,11 @@ def test_rms_norm_adds_an_internal_barrier() -> None:
 
 @pytest.mark.parametrize(("name", "bg"), _block_graphs(), ids=lambda v: v if isinstance(v, str) else "")
 def test_smem_plan_is_aligned_disjoint_and_below_naive(name: str, bg: BlockGraph) -> None:
-    plan = plan_shared_memory(bg, schedule_block_graph(bg))
+    mma = mma_matmuls(bg)
+    plan = plan_shared_memory(bg, schedule_block_graph(bg), mma)
     assert all(off % ALIGN == 0 for off in plan.offsets.values())
+    wide = [f"s{t}" for tiling in mma.values() for t in tiling.operands] + [f"mma{k}" for k in mma]
+    assert all(plan.offsets[key] % MMA_ALIGN == 0 for key in wide)  # wmma pointers: 256-bit aligned
     for a, b in itertools.combinations(plan.buffers, 2):
         if a.overlaps(b):  # live at the same time: byte ranges must not meet
             lo_a, lo_b = plan.offsets[a.key], plan.offsets[b.key]
@@ -111,7 +115,7 @@ def test_launches_match_the_block_graphs(name: str, g: KernelGraph) -> None:
         bg = node.body
         assert step.grid == bg.grid and step.threads == 128
         assert step.args == node.inputs + node.outputs
-        assert step.smem_bytes == plan_shared_memory(bg, schedule_block_graph(bg)).peak
+        assert step.smem_bytes == plan_shared_memory(bg, schedule_block_graph(bg), mma_matmuls(bg)).peak
         kernel = source.split(f"void __launch_bounds__(128) {step.name}(")[1].split("\n}\n")[0]
         assert kernel.count("__syncthreads()") == step.barriers
         assert len(re.findall(r"\b(in|out)\d+\b", kernel.split(")")[0])) == len(step.args)
@@ -127,3 +131,20 @@ def test_library_ops_are_listed() -> None:
     program = plan_cuda(ml.bench.programs.PROGRAMS["gated_mlp"](1))
     assert [s.op for s in program.steps if isinstance(s, LibraryCall)] == [Op.MATMUL, Op.SILU, Op.MATMUL, Op.MUL]
     assert not program.launches
+
+
+def test_tensor_core_matmuls() -> None:
+    """The fp16 tiles that fit a wmma shape run on tensor cores, with a staging tile per warp; the others not."""
+    lora = FUSED["lora"](8).block_graphs[0]
+    tilings = mma_matmuls(lora)
+    assert {k: (t.rows, t.cols, t.shape, t.tiles) for k, t in tilings.items()} == {
+        4: (128, 64, (16, 16), 32), 5: (128, 16, (16, 16), 8), 6: (128, 64, (16, 16), 32)}
+    assert tilings[4].staging_bytes == 4 * 1024  # four warps, one fp32 16×16 tile each
+    gated = mma_matmuls(FUSED["gated_mlp"](1).block_graphs[0])
+    assert {t.shape for t in gated.values()} == {(8, 32)}  # 8 rows: the 8×32×16 shape
+    assert not mma_matmuls(FUSED["rmsnorm"](1).block_graphs[0])  # (2, 128)·(128, 24): no shape fits
+    plain = plan_shared_memory(lora, schedule_block_graph(lora))
+    assert not any(b.key.startswith("mma") for b in plain.buffers)
+    src = ml.generate_cuda(FUSED["lora"](8))
+    assert src.count("wmma::mma_sync(c, a, b, c);") == 3 and "#include <mma.h>" in src
+    assert "wmma" not in ml.generate_cuda(FUSED["lora"](8), tensor_cores=False)

@@ -13,7 +13,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
   // grid (256, 1, 1), 128 threads, F = 4, 83520 B shared (first-fit; 85088 B without reuse), 4 barriers
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 49152);
   __half* s1 = reinterpret_cast<__half*>(smem + 0);
   __half* s2 = reinterpret_cast<__half*>(smem + 768);

@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in2,
     __half* __restrict__ out0) {
   // grid (512, 1, 1), 128 threads, F = 4, 49664 B shared (first-fit; 50176 B without reuse), 5 barriers
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 0);
   __half* s1 = reinterpret_cast<__half*>(smem + 16384);
   __half* s2 = reinterpret_cast<__half*>(smem + 32768);

@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in2,
     __half* __restrict__ out0) {
   // grid (8, 1, 1), 128 threads, F = 1, 57344 B shared (first-fit; 81952 B without reuse), 9 barriers
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 16384);
   __half* s1 = reinterpret_cast<__half*>(smem + 24576);
   __half* s2 = reinterpret_cast<__half*>(smem + 32768);

@@ -13,7 +13,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
   // grid (512, 1, 1), 128 threads, F = 4, 58176 B shared (first-fit; 58976 B without reuse), 4 barriers
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 0);
   __half* s1 = reinterpret_cast<__half*>(smem + 32768);
   __half* s2 = reinterpret_cast<__half*>(smem + 384);
