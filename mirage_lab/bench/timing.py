@@ -1,10 +1,11 @@
 """Timing the benchmark programs: on a GPU with device events, on the CPU with the numpy interpreter.
 
 ``measure_gpu`` is what ``benchmarks/kernels.py`` and ``mirage-lab bench`` record on a GPU (issue 6): the
-unfused program op by op with CuPy, the hand-written fused μGraph and reference μGraphs compiled by
-``mirage_lab.codegen``, and PyTorch when installed. ``measure_cpu`` is the CPU-only fallback: the
-interpreter's wall time for the unfused program and the fused μGraph — a measure of the *interpreter*,
-labelled as such, never of a kernel. Every row carries the proxy estimate beside the measurement.
+unfused program op by op with CuPy, the hand-written fused μGraph (and its codegen ablation), the best
+μGraph our search found and reference μGraphs, compiled by ``mirage_lab.codegen``, and PyTorch when
+installed. ``measure_cpu`` is the CPU-only fallback: the interpreter's wall time for the unfused program
+and the fused μGraph — a measure of the *interpreter*, labelled as such, never of a kernel. Every row
+carries the proxy estimate beside the measurement.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,10 +32,14 @@ from mirage_lab.bench.harness import (
     random_inputs,
     relative_error,
 )
+from mirage_lab.errors import InputError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.ranking import rank_correlation
 from mirage_lab.optimize.tensor_cores import mma_matmuls
+
+#: the best μGraph each benchmark search found, in a checkout (``benchmarks/search.py --save-best``)
+SEARCH_BEST_DIR = Path(__file__).resolve().parents[2] / "data" / "search_best"
 
 COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error"]
 
@@ -106,10 +112,11 @@ def pick(graphs: list[KernelGraph], proxies: list[float], limit: int) -> list[in
 
 def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches: Sequence[int], *,
                 max_graphs: int = 6, warmup: int = 16, repeats: int = 200, reference_dir: str | None = None,
-                log: Callable[[str], None] = print,
+                search_best_dir: Path | None = SEARCH_BEST_DIR, log: Callable[[str], None] = print,
                 on_row: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
-    """Device-event timings of the unfused program (CuPy op by op), the hand-fused μGraph, up to ``max_graphs``
-    reference μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS).
+    """Device-event timings of the unfused program (CuPy op by op), the hand-fused μGraph, the best μGraph our
+    search found (``search_best_dir/<program>_bs<batch>.json``, where recorded), up to ``max_graphs`` reference
+    μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS).
     ``on_row(rows)`` runs after every row (to save them as they come: a time limit then loses nothing)."""
     ref_dir = find_reference_dir(reference_dir)
     rows: list[dict[str, Any]] = []
@@ -148,6 +155,12 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                     record("fused (no tensor cores)", partial(run.compile, g, tensor_cores=False), proxy)
                 record("fused (plain loops)", partial(run.compile, g, prefetch=False, split_sums=False,
                                                       tensor_cores=False), proxy)
+            best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
+            if best is not None and best.is_file():
+                found = ml.load(best)
+                if not isinstance(found, KernelGraph):
+                    raise InputError(f"{best} should hold one μGraph; rewrite it with benchmarks/search.py --save-best")
+                record("search best", partial(run.compile, found), proxy_cost(found, hw).seconds * 1e6)
             for stem, (prog, b) in CHECKPOINTS.items():
                 if ref_dir is None or prog != name or b != batch:
                     continue

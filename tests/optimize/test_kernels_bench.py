@@ -90,4 +90,5 @@ def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path) -> None:
     assert [r["graph"] for r in rows][:5] == ["unfused", "fused", "fused (no prefetch)", "fused (no tensor cores)",
                                               "fused (plain loops)"]  # LoRA's matmuls run on tensor cores
     assert all(r["error"] == "" and r["median_us"] == 10.0 for r in rows[:5]), rows
+    assert rows[5]["graph"] == "search best" and rows[5]["error"] == ""  # data/search_best/lora_bs1.json
     assert saved == list(range(1, len(rows) + 1))
