@@ -39,6 +39,7 @@ from mirage_lab.optimize.memory import plan_shared_memory
 from mirage_lab.optimize.occupancy import estimate_resources
 from mirage_lab.optimize.ranking import rank_by_cost
 from mirage_lab.optimize.schedule import schedule_block_graph
+from mirage_lab.optimize.tensor_cores import mma_matmuls
 
 ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "pyproject.toml").is_file())
 DATA = ROOT / "data"
@@ -214,6 +215,26 @@ assert "// fused exp" in gqa_source and "// accum_no_red" in source
 
 # %%
 print(plan_cuda(gqa))
+
+# %% [markdown]
+# ### 3.5 · Tensor cores
+#
+# The attention kernel's matmuls have fp16 tiles whose outputs split into 16×16 squares (and K a
+# multiple of 16), so they run on **tensor cores** (`optimize/tensor_cores.py` decides): each warp takes
+# output tiles in turn, multiplies `nvcuda::wmma` fragments read straight from the operands' shared-memory
+# tiles, and stores its fp32 result to a private *staging tile*. The fragment's element layout is opaque,
+# so the lanes then read the staging tile element by element and apply the fused epilogue there — the
+# `expf` above. The RMSNorm kernel's matmul, `(2, 128)·(128, 24)` per block, fits no wmma shape: it is a
+# GEMV, whose K sum is split over the idle threads instead. `tensor_cores=False` gives the scalar loop
+# (the GPU benchmark times both).
+
+# %%
+tilings = mma_matmuls(gqa.block_graphs[0])
+print({k: f"{t.rows}×{t.cols} outputs in {t.tiles} tiles of {t.shape[0]}×{t.shape[1]}, K = "
+       f"{[kdim for *_, kdim in t.parts]}, {t.warps} warps" for k, t in tilings.items()})
+print(excerpt(gqa_source, "__syncwarp();  // the lanes", "fused exp"))  # the epilogue, from the staging tile
+assert gqa_source.count("wmma::mma_sync") == len(tilings) == 2 and not mma_matmuls(body)
+assert "wmma" not in ml.generate_cuda(gqa, tensor_cores=False)
 
 # %% [markdown]
 # ## 4 · The shared-memory plan
