@@ -30,8 +30,9 @@ import mirage_lab as ml
 from mirage_lab import widgets as mw
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import random_inputs, relative_error
-from mirage_lab.codegen import plan_cuda
+from mirage_lab.codegen import CodegenOptions, plan_cuda
 from mirage_lab.codegen.compile import nvcc_available, nvcc_ptx
+from mirage_lab.codegen.cuda import plan_kernel
 from mirage_lab.codegen.emulate import gxx_available, run_cuda_on_cpu
 from mirage_lab.ir.ops import Kind
 from mirage_lab.optimize.cost import HARDWARE, proxy_cost
@@ -245,9 +246,18 @@ assert "wmma" not in ml.generate_cuda(gqa, tensor_cores=False)
 # loop boundary is live for the whole loop) and packs them so that two buffers share bytes only if
 # their lifetimes are disjoint — first-fit and best-fit both run, the smaller peak wins. The picture
 # shows time (schedule steps) across and byte offsets up: rectangles never overlap.
+#
+# Before packing, each tile gets a **layout** (`optimize/layout.py`): row-major like its device tensor,
+# and — if some reader walks several rows at once (a row sum with a thread per row, a tensor-core
+# fragment load) and its rows are an even number of 16-byte chunks — one chunk of padding per row, so
+# that consecutive rows start in different shared-memory banks. Here `X`'s tile, read by the `Σx²` row
+# sum, is padded; `W`'s, read column by column, is not.
 
 # %%
-smem_plan = plan_shared_memory(body, schedule)
+kernel_plan = plan_kernel(body, CodegenOptions())
+print({t: f"{lay.rows}×{lay.cols}, pitch {lay.pitch}" for t, lay in kernel_plan.layouts.items() if lay.padded})
+smem_plan = kernel_plan.smem
+assert plan_shared_memory(body, schedule).peak <= smem_plan.peak  # dense tiles: the padding's bytes less
 print(smem_plan)
 buffers = pd.DataFrame([{"buffer": b.key, "offset": smem_plan.offsets[b.key], "bytes": b.nbytes,
                          "first": b.first, "last": b.last} for b in smem_plan.buffers])

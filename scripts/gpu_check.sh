@@ -30,8 +30,9 @@ step environment 60 "$PY" -c "import sys, numpy, cupy, mirage_lab; print(sys.ver
 print('numpy', numpy.__version__, 'cupy', cupy.__version__, 'usable', cupy.is_available())"
 step gpu_tests 170 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu \
   tests/codegen/test_gpu.py tests/verify/test_verify_gpu.py tests/semantics/test_backend.py
-# issue 6: measured kernel times beside the proxy: unfused CuPy, hand-fused (default, no prefetch, no tensor cores, plain
-# loops), reference μGraphs and PyTorch; the CSV is rewritten after every row
+# issue 6: measured kernel times beside the proxy: unfused CuPy, hand-fused (default, then no prefetch, no tensor
+# cores, no padding, plain loops), the search's best, reference μGraphs and PyTorch; the CSV is rewritten after
+# every row
 step kernels_gpu 200 "$PY" benchmarks/kernels.py --max-graphs 3 --repeats 100 --out "$OUT/timings" --json
 for csv in "$OUT"/timings/*.csv; do  # the rank correlation of whatever rows were saved
   [ -f "$csv" ] && "$PY" benchmarks/kernels.py --from-csv "$csv" --json > "${csv%.csv}.correlation.txt" 2>&1

@@ -32,9 +32,11 @@ from mirage_lab.bench.harness import (
     random_inputs,
     relative_error,
 )
+from mirage_lab.codegen.cuda import PLAIN
 from mirage_lab.errors import InputError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.optimize.layout import choose_layouts
 from mirage_lab.optimize.ranking import rank_correlation
 from mirage_lab.optimize.tensor_cores import mma_matmuls
 
@@ -153,8 +155,10 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                 record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy)
                 if any(mma_matmuls(bg) for bg in g.block_graphs):
                     record("fused (no tensor cores)", partial(run.compile, g, tensor_cores=False), proxy)
-                record("fused (plain loops)", partial(run.compile, g, prefetch=False, split_sums=False,
-                                                      tensor_cores=False), proxy)
+                if any(choose_layouts(bg, mma_matmuls(bg)) != choose_layouts(bg, {}, padding=False)
+                       for bg in g.block_graphs):
+                    record("fused (no padding)", partial(run.compile, g, padding=False), proxy)
+                record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy)
             best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
             if best is not None and best.is_file():
                 found = ml.load(best)

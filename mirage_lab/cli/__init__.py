@@ -79,6 +79,7 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
                    "prefetch of the next iteration's tiles)")
     p.add_argument("--no-split", action="store_true", help="one thread per output of every sum, however few outputs")
     p.add_argument("--no-tensor-cores", action="store_true", help="scalar loops for every matmul (no wmma)")
+    p.add_argument("--no-padding", action="store_true", help="dense shared-memory tiles (no row padding)")
     p.add_argument("--emulate", action="store_true", help="run the generated code on the CPU (g++) against the "
                    "interpreter")
     p.set_defaults(func=commands.codegen)

@@ -11,12 +11,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mirage_lab.cli.sources import Source, resolve
 from mirage_lab.errors import InputError
+
+if TYPE_CHECKING:
+    from mirage_lab.codegen import CodegenOptions
 
 PRESET_OF_BENCHMARK = {"lora": "lora", "gqa": "attention", "mqa": "attention", "mha": "attention",
                        "qknorm_gqa": "attention"}
@@ -106,23 +109,23 @@ def verify(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- codegen
 
 def codegen(args: argparse.Namespace) -> int:
-    from mirage_lab.codegen import generate_cuda, plan_cuda
+    from mirage_lab.codegen import CodegenOptions, generate_cuda, plan_cuda
 
     source = resolve(args.graph)
-    tensor_cores = not args.no_tensor_cores
-    cuda = generate_cuda(source.graph, prefetch=not args.no_prefetch, split_sums=not args.no_split,
-                         tensor_cores=tensor_cores)
+    options = CodegenOptions(prefetch=not args.no_prefetch, split_sums=not args.no_split,
+                             tensor_cores=not args.no_tensor_cores, padding=not args.no_padding)
+    cuda = generate_cuda(source.graph, options)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(cuda)
         print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {args.out}")
-        print(plan_cuda(source.graph, tensor_cores=tensor_cores), flush=True)
+        print(plan_cuda(source.graph, options), flush=True)
     else:
         sys.stdout.write(cuda)
     for arch in args.ptx or []:
         _ptx(cuda, arch)
     if args.emulate:
-        _emulate(source, cuda, tensor_cores)
+        _emulate(source, cuda, options)
     return 0
 
 
@@ -135,7 +138,7 @@ def _ptx(cuda: str, arch: str) -> None:
           file=sys.stderr)
 
 
-def _emulate(source: Source, cuda: str, tensor_cores: bool) -> None:
+def _emulate(source: Source, cuda: str, options: CodegenOptions) -> None:
     """Run the generated CUDA on the CPU (g++ emulation) against the interpreter, on random inputs."""
     from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
     from mirage_lab.codegen.emulate import run_cuda_on_cpu
@@ -143,7 +146,7 @@ def _emulate(source: Source, cuda: str, tensor_cores: bool) -> None:
 
     inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
     want = interpret(source.graph, inputs, dtype="float32")
-    got = run_cuda_on_cpu(source.graph, inputs, source=cuda, tensor_cores=tensor_cores)
+    got = run_cuda_on_cpu(source.graph, inputs, source=cuda, options=options)
     errors = [relative_error(g.astype("float32"), w) for g, w in zip(got, want, strict=True)]
     print(f"emulated on the CPU: relative error against the interpreter {max(errors):.2e} "
           f"(fp16 storage, fp32 accumulation)", file=sys.stderr)

@@ -30,21 +30,29 @@ accumulation; each warp stores its output tile to a private fp32 staging tile in
 lanes apply the fused epilogue from there. ``__syncwarp()`` sits outside the ``tile < tiles`` guard, so
 every thread meets it the same number of times (the CPU emulation runs it as a block barrier).
 
-Kernel-level ops other than customized ones are library calls, run through CuPy by ``run.py``.
+**Padding** (``padding=True``, the default): tiles read across several rows at once (wmma operands, row
+sums, rms_norm, last-dim reductions) get one 16-byte chunk of padding per row when their rows would
+otherwise meet the same shared-memory banks (``optimize.layout``). Every access goes through the tile's
+layout (``KernelWriter.offset``); the rest stay dense.
+
+The four are fields of ``CodegenOptions``; ``PLAIN`` turns all of them off. Kernel-level ops other than
+customized ones are library calls, run through CuPy by ``run.py``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
-from mirage_lab.errors import UnsupportedOpError
+from mirage_lab.errors import InputError, UnsupportedOpError
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph, Node, loader_dtensor, saver_dtensor
 from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
+from mirage_lab.optimize.layout import TileLayout, choose_layouts
 from mirage_lab.optimize.memory import SmemPlan, plan_shared_memory
 from mirage_lab.optimize.schedule import BlockSchedule, schedule_block_graph
 from mirage_lab.optimize.tensor_cores import MMA_ALIGN, WARP, MmaTiling, mma_matmuls
@@ -72,6 +80,59 @@ __device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoi
 __device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
 #endif
 """
+
+
+# --------------------------------------------------------------------------- options and per-kernel plans
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    """What the generator may use; all on by default (``benchmarks/kernels.py`` times them off one by one)."""
+
+    prefetch: bool = True
+    split_sums: bool = True
+    tensor_cores: bool = True
+    padding: bool = True
+
+
+#: everything off: one thread per output, scalar matmuls, dense tiles, load–barrier–compute loops
+PLAIN = CodegenOptions(prefetch=False, split_sums=False, tensor_cores=False, padding=False)
+#: padding never pushes a kernel past the smallest target's shared memory (it is dropped instead)
+PADDING_LIMIT = SMEM_CAPACITY["sm_80"]
+
+
+def codegen_options(options: CodegenOptions | None, flags: Mapping[str, bool]) -> CodegenOptions:
+    """``options``, or the options that keyword ``flags`` (``prefetch=False``, …) name."""
+    if options is not None:
+        if flags:
+            raise InputError(f"pass options= or keyword flags, not both (got both and {sorted(flags)})")
+        return options
+    unknown = sorted(set(flags) - set(CodegenOptions.__dataclass_fields__))
+    if unknown:
+        raise InputError(f"unknown codegen option(s) {unknown}; the options are "
+                         f"{', '.join(CodegenOptions.__dataclass_fields__)}")
+    return CodegenOptions(**flags)
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """One custom kernel's decisions: stages, tensor-core matmuls, tile layouts and shared-memory offsets."""
+
+    schedule: BlockSchedule
+    mma: Mapping[int, MmaTiling]
+    layouts: Mapping[int, TileLayout]
+    smem: SmemPlan
+
+
+def plan_kernel(bg: BlockGraph, options: CodegenOptions) -> KernelPlan:
+    schedule = schedule_block_graph(bg)
+    mma = mma_matmuls(bg) if options.tensor_cores else {}
+    layouts = choose_layouts(bg, mma, options.padding)
+    smem = plan_shared_memory(bg, schedule, mma, layouts)
+    if smem.peak > PADDING_LIMIT and any(lay.padded for lay in layouts.values()):
+        layouts = choose_layouts(bg, mma, padding=False)
+        smem = plan_shared_memory(bg, schedule, mma, layouts)
+    return KernelPlan(schedule, mma, layouts, smem)
 
 
 # --------------------------------------------------------------------------- the kernel-graph plan
@@ -131,18 +192,18 @@ class CudaProgram:
         return "\n".join([f"CudaProgram({ins})", *body, f"  return {', '.join(f'd{t}' for t in self.outputs)}"])
 
 
-def plan_cuda(graph: KernelGraph, *, tensor_cores: bool = True) -> CudaProgram:
-    """The launches and library calls of ``graph`` (``tensor_cores`` changes the kernels' shared memory)."""
+def plan_cuda(graph: KernelGraph, options: CodegenOptions | None = None, **flags: bool) -> CudaProgram:
+    """The launches and library calls of ``graph`` (tensor cores and padding change the shared memory)."""
+    opts = codegen_options(options, flags)
     steps: list[Step] = []
     for k, node in enumerate(graph.nodes):
         if node.op is Op.INPUT:
             continue
         if node.body is not None:
             bg = node.body
-            sched = schedule_block_graph(bg)
-            plan = plan_shared_memory(bg, sched, mma_matmuls(bg) if tensor_cores else None)
-            steps.append(KernelLaunch(k, f"{KERNEL_PREFIX}{k}", bg.grid, math.prod(bg.block), plan.peak,
-                                      node.inputs + node.outputs, sched.barriers))
+            kp = plan_kernel(bg, opts)
+            steps.append(KernelLaunch(k, f"{KERNEL_PREFIX}{k}", bg.grid, math.prod(bg.block), kp.smem.peak,
+                                      node.inputs + node.outputs, kp.schedule.barriers))
         elif node.kind in LIBRARY_KINDS:
             steps.append(LibraryCall(k, node.op, node.inputs, node.outputs, node.attrs))
         else:
@@ -150,14 +211,15 @@ def plan_cuda(graph: KernelGraph, *, tensor_cores: bool = True) -> CudaProgram:
     return CudaProgram(graph.tensors, graph.inputs, graph.outputs, tuple(steps))
 
 
-def generate_cuda(graph: KernelGraph, *, prefetch: bool = True, split_sums: bool = True,
-                  tensor_cores: bool = True) -> str:
-    """The complete CUDA source of ``graph``: one kernel per customized op, in node order. ``prefetch``
-    overlaps each iteration's loads of the next tiles with its arithmetic; ``split_sums`` spreads sums with
-    few outputs over the idle threads; ``tensor_cores`` runs the matmuls that fit on wmma (see the module
-    docstring). All off: the plain loops."""
+def generate_cuda(graph: KernelGraph, options: CodegenOptions | None = None, **flags: bool) -> str:
+    """The complete CUDA source of ``graph``: one kernel per customized op, in node order. ``options`` (or
+    keyword flags): ``prefetch`` overlaps each iteration's loads of the next tiles with its arithmetic;
+    ``split_sums`` spreads sums with few outputs over the idle threads; ``tensor_cores`` runs the matmuls
+    that fit on wmma; ``padding`` pads the rows of tiles read across rows (see the module docstring).
+    ``PLAIN``, all off: the plain loops."""
+    opts = codegen_options(options, flags)
     dtypes = {t.dtype for bg in graph.block_graphs for t in bg.tensors}
-    writers = [KernelWriter(node.body, f"{KERNEL_PREFIX}{k}", prefetch, split_sums, tensor_cores)
+    writers = [KernelWriter(node.body, f"{KERNEL_PREFIX}{k}", opts)
                for k, node in enumerate(graph.nodes) if node.body is not None]
     head = ["// Generated by mirage_lab.codegen.cuda from a μGraph; regenerate rather than edit.",
             "#include <cuda_fp16.h>"]
@@ -227,12 +289,11 @@ FINAL_EXPR: dict[Op, Callable[[str, int], str]] = {
 class KernelWriter:
     """Emits the kernel of one block graph; ``EMIT[op](writer, k)`` writes node k's code."""
 
-    def __init__(self, bg: BlockGraph, name: str, prefetch: bool = True, split_sums: bool = True,
-                 tensor_cores: bool = True) -> None:
-        self.bg, self.name, self.split_sums = bg, name, split_sums
-        self.schedule: BlockSchedule = schedule_block_graph(bg)
-        self.mma: dict[int, MmaTiling] = mma_matmuls(bg) if tensor_cores else {}
-        self.plan: SmemPlan = plan_shared_memory(bg, self.schedule, self.mma)
+    def __init__(self, bg: BlockGraph, name: str, options: CodegenOptions | None = None) -> None:
+        options = options or CodegenOptions()
+        self.bg, self.name, self.split_sums = bg, name, options.split_sums
+        kp = plan_kernel(bg, options)
+        self.schedule, self.mma, self.layouts, self.plan = kp.schedule, kp.mma, kp.layouts, kp.smem
         self.threads = math.prod(bg.block)
         self.lines: list[str] = []
         self.depth = 1
@@ -240,7 +301,7 @@ class KernelWriter:
         self.saver_param = {k: f"out{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.OUTPUT)}
         for t in bg.tensors:
             ctype(t.dtype)  # fail early on an unsupported dtype
-        self.prefetched = self._prefetched_loaders() if prefetch else {}
+        self.prefetched = self._prefetched_loaders() if options.prefetch else {}
 
     def _prefetched_loaders(self) -> dict[int, int]:
         """Loop loader → vectors per thread (of its copy width) for the loaders to prefetch: vector-copied
@@ -285,11 +346,24 @@ class KernelWriter:
     def dims(self, t: int) -> Dims:
         return self.bg.tensors[t].dims
 
+    def offset(self, t: int, idx: str) -> str:
+        """Where element ``idx`` (the row-major flat index) of STensor t sits in its tile (rows may be padded)."""
+        return self.layouts[t].index(idx)
+
+    def pitch(self, t: int) -> int:
+        """Elements from one row of STensor t to the next."""
+        return self.layouts[t].pitch
+
     def ld(self, t: int, idx: str) -> str:
-        return CTYPES[self.bg.tensors[t].dtype][1].format(f"s{t}[{idx}]")
+        """fp32 value of element ``idx`` (row-major flat index) of STensor t."""
+        return self.ld_at(t, self.offset(t, idx))
+
+    def ld_at(self, t: int, off: str) -> str:
+        """fp32 value at offset ``off`` of STensor t's tile (a physical offset: ``row * pitch + column``)."""
+        return CTYPES[self.bg.tensors[t].dtype][1].format(f"s{t}[{off}]")
 
     def st(self, t: int, idx: str, v: str) -> None:
-        self.line(f"s{t}[{idx}] = {CTYPES[self.bg.tensors[t].dtype][2].format(v)};")
+        self.line(f"s{t}[{self.offset(t, idx)}] = {CTYPES[self.bg.tensors[t].dtype][2].format(v)};")
 
     def elementwise(self, k: int, body: Callable[[list[str]], list[str]]) -> None:
         """Loop over node k's output; ``body(coords)`` defines ``float v``; then its epilogue and the store."""
@@ -394,17 +468,19 @@ def ctype(dtype: DType) -> str:
 # --------------------------------------------------------------------------- per-op emission
 
 
-def _tile_copy(w: KernelWriter, tile: Dims, full: Dims, base: str, smem: str, glob: str, load: bool,
-               itemsize: int) -> None:
-    """Copy one tile between shared memory (contiguous) and a row-major DTensor at offset ``base``.
+def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: bool, itemsize: int) -> None:
+    """Copy STensor t's tile between shared memory and a row-major DTensor at offset ``base``.
 
-    In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``_vector``)."""
+    In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``_vector``); a
+    padded tile's rows are whole vectors too, so each vector stays inside one row."""
+    tile = w.dims(t)
     step, vtype = _vector(tile, full, itemsize)
     w.line(f"const long long base = {base};")
     with w.for_each(math.prod(tile) // step, "c"):
         w.line(f"const int idx = c * {step};" if step > 1 else "const int idx = c;")
         g = flat(full, coords(tile, "idx")) if tile != full else "idx"
-        src, dst = (f"{glob}[base + {g}]", f"{smem}[idx]") if load else (f"{smem}[idx]", f"{glob}[base + {g}]")
+        smem = f"s{t}[{w.offset(t, 'idx')}]"
+        src, dst = (f"{glob}[base + {g}]", smem) if load else (smem, f"{glob}[base + {g}]")
         if vtype:
             src, dst = f"*reinterpret_cast<const {vtype}*>(&{src})", f"*reinterpret_cast<{vtype}*>(&{dst})"
         w.line(f"{dst} = {src};")
@@ -440,7 +516,7 @@ def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
                 g = flat(d.dims, coords(tile, "idx")) if tile != d.dims else "idx"
                 w.line(f"pf{k}[r] = *reinterpret_cast<const {vtype}*>(&{w.loader_param[k]}[base + {g}]);")
             else:
-                w.line(f"*reinterpret_cast<{vtype}*>(&s{t}[idx]) = pf{k}[r];")
+                w.line(f"*reinterpret_cast<{vtype}*>(&s{t}[{w.offset(t, 'idx')}]) = pf{k}[r];")
 
 
 def _block_offset(w: KernelWriter, full: Dims, tile: Dims, amap: tuple[int, ...], fmap: int,
@@ -465,7 +541,7 @@ def emit_loader(w: KernelWriter, k: int) -> None:
     d = loader_dtensor(node)
     t = node.outputs[0]
     base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1))
-    _tile_copy(w, w.dims(t), d.dims, base, f"s{t}", w.loader_param[k], True, d.dtype.itemsize)
+    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize)
 
 
 def emit_saver(w: KernelWriter, k: int) -> None:
@@ -473,7 +549,7 @@ def emit_saver(w: KernelWriter, k: int) -> None:
     t = node.inputs[0]
     d = saver_dtensor(w.bg, node)
     base = _block_offset(w, d.dims, w.dims(t), node.attr("omap"), -1)
-    _tile_copy(w, w.dims(t), d.dims, base, f"s{t}", w.saver_param[k], False, d.dtype.itemsize)
+    _tile_copy(w, t, d.dims, base, w.saver_param[k], False, d.dtype.itemsize)
 
 
 def emit_unary(w: KernelWriter, k: int) -> None:
@@ -516,9 +592,7 @@ def _split_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: int)
         w.line(f"const int m = idx / {n}, n = idx % {n};")
         w.line("float v = 0.f;")
         for a, b in parts:
-            ka = w.dims(a)[-1]
-            w.line(f"for (int kk = part; kk < {ka}; kk += {share}) v += {w.ld(a, f'm * {ka} + kk')} * "
-                   f"{w.ld(b, f'kk * {n} + n')};")
+            w.line(f"for (int kk = part; kk < {w.dims(a)[-1]}; kk += {share}) v += {_operands(w, a, b)};")
         w.line(f"atomicAdd(&acc{chain[0]}[idx], v);  // accum_no_red; the K sum split over {share} threads")
     return True
 
@@ -544,8 +618,9 @@ def emit_mma(w: KernelWriter, k: int) -> None:
                 with w.block(f"for (int kk = 0; kk < {kdim}; kk += 16)"):
                     w.line(f"wmma::fragment<wmma::matrix_a, {m}, {n}, 16, __half, wmma::row_major> a;")
                     w.line(f"wmma::fragment<wmma::matrix_b, {m}, {n}, 16, __half, wmma::row_major> b;")
-                    w.line(f"wmma::load_matrix_sync(a, &s{a}[tm * {kdim} + kk], {kdim});")
-                    w.line(f"wmma::load_matrix_sync(b, &s{b}[kk * {cols} + tn], {cols});")
+                    pa, pb = w.pitch(a), w.pitch(b)
+                    w.line(f"wmma::load_matrix_sync(a, &s{a}[tm * {pa} + kk], {pa});")
+                    w.line(f"wmma::load_matrix_sync(b, &s{b}[kk * {pb} + tn], {pb});")
                     w.line("wmma::mma_sync(c, a, b, c);")
             w.line(f"wmma::store_matrix_sync(stage, c, {n}, wmma::mem_row_major);")
         w.line("__syncwarp();  // the lanes read what all of them stored")
@@ -555,6 +630,11 @@ def emit_mma(w: KernelWriter, k: int) -> None:
             w.epilogue(k)
         if t.tiles > t.warps:  # after the last round, the stage's next writer is behind a __syncthreads()
             w.line("__syncwarp();  // read before the next tile overwrites the stage")
+
+
+def _operands(w: KernelWriter, a: int, b: int) -> str:
+    """``A[m][kk] * B[kk][n]``, addressed by row pitch (A's batch dims fold into its rows, B has none)."""
+    return f"{w.ld_at(a, f'm * {w.pitch(a)} + kk')} * {w.ld_at(b, f'kk * {w.pitch(b)} + n')}"
 
 
 def emit_matmul(w: KernelWriter, k: int) -> None:
@@ -571,15 +651,14 @@ def emit_matmul(w: KernelWriter, k: int) -> None:
         lines = [f"const int m = idx / {n}, n = idx % {n};", "float v = 0.f;"]
         if all(w.dims(a)[-1] == w.dims(b)[-2] for a, b in parts):  # concat_then_matmul: A0·B0 + A1·B1
             for a, b in parts:
-                ka = w.dims(a)[-1]
-                lines.append(f"for (int kk = 0; kk < {ka}; ++kk) v += {w.ld(a, f'm * {ka} + kk')} * "
-                             f"{w.ld(b, f'kk * {n} + n')};")
+                lines.append(f"for (int kk = 0; kk < {w.dims(a)[-1]}; ++kk) v += {_operands(w, a, b)};")
             return lines
         (a0, b0), (a1, b1) = parts  # split points differ: multiply the concatenations
-        ka0, ka1, kb0 = w.dims(a0)[-1], w.dims(a1)[-1], w.dims(b0)[-2]
-        lhs = f"(kk < {ka0} ? {w.ld(a0, f'm * {ka0} + kk')} : {w.ld(a1, f'm * {ka1} + kk - {ka0}')})"
-        rhs = f"(kk < {kb0} ? {w.ld(b0, f'kk * {n} + n')} : {w.ld(b1, f'(kk - {kb0}) * {n} + n')})"
-        return [*lines, f"for (int kk = 0; kk < {ka0 + ka1}; ++kk) v += {lhs} * {rhs};"]
+        ka0, kb0 = w.dims(a0)[-1], w.dims(b0)[-2]
+        pa0, pa1, pb0, pb1 = (w.pitch(t) for t in (a0, a1, b0, b1))
+        lhs = f"(kk < {ka0} ? {w.ld_at(a0, f'm * {pa0} + kk')} : {w.ld_at(a1, f'm * {pa1} + kk - {ka0}')})"
+        rhs = f"(kk < {kb0} ? {w.ld_at(b0, f'kk * {pb0} + n')} : {w.ld_at(b1, f'(kk - {kb0}) * {pb1} + n')})"
+        return [*lines, f"for (int kk = 0; kk < {ka0 + w.dims(a1)[-1]}; ++kk) v += {lhs} * {rhs};"]
 
     w.elementwise(k, body)
 
@@ -588,10 +667,12 @@ def _reduce_lines(w: KernelWriter, x: int, dim: int, group: int, cs: list[str], 
     """``v = op over r of x[.., j + r·group, ..]`` along ``dim`` (strided grouping, SPEC §2)."""
     dims = w.dims(x)
     stride = contiguous_strides(dims)[dim] * group
-    first = w.ld(x, "base")
-    step = w.ld(x, f"base + r * {stride}")
+    if dim == len(dims) - 1:  # the terms share a row: its (padded) offset once, then plain steps
+        base, first, step = w.offset(x, flat(dims, cs)), w.ld_at(x, "base"), w.ld_at(x, f"base + r * {stride}")
+    else:
+        base, first, step = flat(dims, cs), w.ld(x, "base"), w.ld(x, f"base + r * {stride}")
     acc = f"v += {step};" if op == "sum" else f"v = fmaxf(v, {step});"
-    return [f"const int base = {flat(dims, cs)};", f"float v = {first};",
+    return [f"const int base = {base};", f"float v = {first};",
             f"for (int r = 1; r < {dims[dim] // group}; ++r) {acc}"]
 
 
@@ -627,7 +708,8 @@ def emit_rms_norm(w: KernelWriter, k: int) -> None:
     n = math.prod(tuple(node.attr("normalized_shape", dims[-1:])))
     with w.for_each(math.prod(dims) // n, "row"):
         w.line("float ss = 0.f;")
-        w.line(f"for (int j = 0; j < {n}; ++j) {{ const float e = {w.ld(x, f'row * {n} + j')}; ss += e * e; }}")
+        e = w.ld(x, f"row * {n} + j") if n != dims[-1] else w.ld_at(x, f"row * {w.pitch(x)} + j")
+        w.line(f"for (int j = 0; j < {n}; ++j) {{ const float e = {e}; ss += e * e; }}")
         w.line(f"rms{k}[row] = sqrtf(ss / {cfloat(n)});")
     w.barrier("every thread reads the row statistics")
     w.elementwise(k, lambda cs: [f"float v = {w.ld(x, 'idx')} / rms{k}[idx / {n}];"])
@@ -657,7 +739,7 @@ def emit_accumulate(w: KernelWriter, k: int) -> None:
     if node.op in (Op.ACCUM_SUM, Op.ACCUM_MEAN, Op.ACCUM_RMS) and (share := split_sum(w, outputs, n)) > 1:
         with w.block(f"for (int t = threadIdx.x; t < {outputs * share}; t += {w.threads})"):
             w.line(f"const int idx = t / {share}, part = t % {share};  // consecutive threads: consecutive terms")
-            e = w.ld(x, f"idx * {n} + j")
+            e = w.ld_at(x, f"idx * {w.pitch(x)} + j")
             w.line("float c = 0.f;")
             w.line(f"for (int j = part; j < {n}; j += {share}) {{ const float e = {e}; "
                    f"c += {'e * e' if node.op is Op.ACCUM_RMS else 'e'}; }}")
@@ -672,7 +754,7 @@ def emit_accumulate(w: KernelWriter, k: int) -> None:
             w.line("float c = 0.f;")
             w.line(f"for (int r = 0; r < {n // X}; ++r) c += {w.ld(x, f'base + r * {X}')};")
         else:  # a row sum (of squares for rms)
-            e = w.ld(x, f"idx * {n} + j")
+            e = w.ld_at(x, f"idx * {w.pitch(x)} + j")
             term = "e * e" if node.op is Op.ACCUM_RMS else "e"
             w.line("float c = 0.f;")
             w.line(f"for (int j = 0; j < {n}; ++j) {{ const float e = {e}; c += {term}; }}")

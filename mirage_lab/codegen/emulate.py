@@ -38,7 +38,7 @@ from typing import Literal
 import numpy as np
 
 from mirage_lab.codegen.compile import CompileError
-from mirage_lab.codegen.cuda import CudaProgram, KernelLaunch, generate_cuda, plan_cuda
+from mirage_lab.codegen.cuda import CodegenOptions, CudaProgram, KernelLaunch, codegen_options, generate_cuda, plan_cuda
 from mirage_lab.codegen.run import evaluate_library
 from mirage_lab.errors import InputError, MirageError, UnsupportedOpError
 from mirage_lab.ir.dtype import DType
@@ -334,15 +334,16 @@ def _kernels_in_log(text: str, log: str) -> str:
 
 
 def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source: str | None = None,
-                    schedule: Schedule = "forward", prefetch: bool = True, split_sums: bool = True,
-                    tensor_cores: bool = True) -> list[np.ndarray]:
-    """Run ``graph``'s generated CUDA (or ``source``, a variant of it made with the same ``tensor_cores``)
-    on the CPU; outputs in the tensors' dtype."""
+                    schedule: Schedule = "forward", options: CodegenOptions | None = None,
+                    **flags: bool) -> list[np.ndarray]:
+    """Run ``graph``'s generated CUDA on the CPU; outputs in the tensors' dtype. ``options`` or keyword flags
+    (``codegen.cuda.CodegenOptions``) choose the code; ``source`` replaces it with a variant (whose shared
+    memory must fit the plan of those options)."""
     if schedule not in SCHEDULES:
         raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-    program = plan_cuda(graph, tensor_cores=tensor_cores)
-    text = (generate_cuda(graph, prefetch=prefetch, split_sums=split_sums, tensor_cores=tensor_cores)
-            if source is None else source)
+    opts = codegen_options(options, flags)
+    program = plan_cuda(graph, opts)
+    text = generate_cuda(graph, opts) if source is None else source
     lib = build_library(text) if program.launches else None
     types = program.tensors
     if len(inputs) != len(program.inputs):

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirage_lab.codegen.compile import compile_module
-from mirage_lab.codegen.cuda import CudaProgram, KernelLaunch, LibraryCall, generate_cuda, plan_cuda
+from mirage_lab.codegen.cuda import (
+    CodegenOptions,
+    CudaProgram,
+    KernelLaunch,
+    LibraryCall,
+    codegen_options,
+    generate_cuda,
+    plan_cuda,
+)
 from mirage_lab.errors import InputError, ResourceError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import EvalArgs, Op
@@ -46,11 +54,11 @@ def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[
 class CompiledGraph:
     """A μGraph ready to run: ``outputs = compiled(*inputs)`` on CuPy arrays, in the graph's input order."""
 
-    def __init__(self, graph: KernelGraph, prefetch: bool = True, split_sums: bool = True,
-                 tensor_cores: bool = True) -> None:
+    def __init__(self, graph: KernelGraph, options: CodegenOptions | None = None) -> None:
         self.graph = graph
-        self.program: CudaProgram = plan_cuda(graph, tensor_cores=tensor_cores)
-        self.source = generate_cuda(graph, prefetch=prefetch, split_sums=split_sums, tensor_cores=tensor_cores)
+        self.options = options or CodegenOptions()
+        self.program: CudaProgram = plan_cuda(graph, self.options)
+        self.source = generate_cuda(graph, self.options)
         self._kernels: dict[str, Any] = {}
         if self.program.launches:
             import cupy
@@ -98,11 +106,10 @@ class CompiledGraph:
         return len(self.graph.nodes[step.node].outputs)
 
 
-def compile(graph: KernelGraph, *, prefetch: bool = True, split_sums: bool = True,
-            tensor_cores: bool = True) -> CompiledGraph:
-    """Generate, compile (CuPy RawModule) and wrap ``graph`` as a callable on CuPy arrays (``prefetch``,
-    ``split_sums`` and ``tensor_cores``: see ``codegen.cuda``)."""
-    return CompiledGraph(graph, prefetch, split_sums, tensor_cores)
+def compile(graph: KernelGraph, options: CodegenOptions | None = None, **flags: bool) -> CompiledGraph:
+    """Generate, compile (CuPy RawModule) and wrap ``graph`` as a callable on CuPy arrays. ``options``, or
+    keyword flags such as ``prefetch=False``: see ``codegen.cuda.CodegenOptions``."""
+    return CompiledGraph(graph, codegen_options(options, flags))
 
 
 def unfused_cupy(program: KernelGraph) -> Callable[..., list[Any]]:

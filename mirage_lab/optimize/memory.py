@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from mirage_lab.ir.graph import BlockGraph
 from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.optimize.layout import TileLayout
 from mirage_lab.optimize.schedule import BlockSchedule
 from mirage_lab.optimize.tensor_cores import MMA_ALIGN, MmaTiling
 
@@ -83,9 +84,11 @@ def materialized(bg: BlockGraph, schedule: BlockSchedule) -> dict[int, int]:
     return out
 
 
-def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling] | None = None) -> list[Buffer]:
-    """The buffers, their sizes and lifetimes; ``mma``: the matmuls lowered to tensor cores."""
-    mma = mma or {}
+def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling] | None = None,
+            layouts: Mapping[int, TileLayout] | None = None) -> list[Buffer]:
+    """The buffers, their sizes and lifetimes; ``mma``: the matmuls lowered to tensor cores; ``layouts``: the
+    STensors' (``optimize.layout``; a padded tile takes its padding's bytes too)."""
+    mma, layouts = mma or {}, layouts or {}
     wide = {t for tiling in mma.values() for t in tiling.operands}
     stages = schedule.stages
     loop_first, loop_last = schedule.loop_span
@@ -110,7 +113,8 @@ def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling
         first = epi if node.kind is Kind.ACCUM else when[k][0]
         readers = [s for j, n in enumerate(bg.nodes) if t in n.inputs for s in when.get(j, [])
                    if n.kind is not Kind.ACCUM or s < epi]  # an accumulator reads its input only in the loop
-        out.append(Buffer(f"s{t}", bg.tensors[t].nbytes, *span(first, readers), MMA_ALIGN if t in wide else ALIGN))
+        nbytes = layouts[t].nbytes if t in layouts else bg.tensors[t].nbytes
+        out.append(Buffer(f"s{t}", nbytes, *span(first, readers), MMA_ALIGN if t in wide else ALIGN))
     for k, node in enumerate(bg.nodes):
         size = bg.tensors[node.outputs[0]].numel * FP32 if node.outputs else 0
         if node.kind is Kind.ACCUM:
@@ -170,10 +174,11 @@ def _place(bufs: list[Buffer], order: Callable[[Buffer], tuple[int, ...]], place
     return offsets
 
 
-def plan_shared_memory(bg: BlockGraph, schedule: BlockSchedule,
-                       mma: Mapping[int, MmaTiling] | None = None) -> SmemPlan:
-    """Offsets for every buffer (``mma``: the matmuls lowered to tensor cores, which add staging tiles)."""
-    bufs = buffers(bg, schedule, mma)
+def plan_shared_memory(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling] | None = None,
+                       layouts: Mapping[int, TileLayout] | None = None) -> SmemPlan:
+    """Offsets for every buffer (``mma``: the matmuls lowered to tensor cores, which add staging tiles;
+    ``layouts``: the STensors' layouts, dense where not given)."""
+    bufs = buffers(bg, schedule, mma, layouts)
     strategies = {
         "first-fit": _place(bufs, lambda b: (b.first, -b.nbytes), _first_fit),
         "best-fit": _place(bufs, lambda b: (-b.nbytes, b.first), _best_fit),

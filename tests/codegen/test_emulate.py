@@ -15,7 +15,7 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.bench.fused import FUSED
 from mirage_lab.bench.harness import random_inputs, relative_error
-from mirage_lab.codegen import emulate
+from mirage_lab.codegen import PLAIN, emulate
 from mirage_lab.codegen.compile import CompileError
 from mirage_lab.codegen.emulate import EmulationError, run_cuda_on_cpu
 from tests.codegen.graphs import SEARCH_BEST, search_best
@@ -70,9 +70,10 @@ def test_os_thread_schedule_matches_interpreter() -> None:
 def test_prefetch_is_used_and_the_plain_loop_still_matches(name: str) -> None:
     """The F > 1 graphs prefetch their loop tiles by default; the plain loops (the ablation) compute the same."""
     graph, _, _ = _case(name, None)
-    plain = ml.generate_cuda(graph, prefetch=False, split_sums=False)
+    plain = ml.generate_cuda(graph, PLAIN)
     assert " pf0[" in ml.generate_cuda(graph) and " pf0[" not in plain and "atomicAdd(&" not in plain
-    assert max(_errors(name, source=plain)) < FP16_TOL
+    assert "wmma" not in plain and "__syncwarp" not in plain
+    assert max(_errors(name, source=plain, options=PLAIN)) < FP16_TOL
     assert max(_errors(name, schedule="threads")) < FP16_TOL  # prefetch under OS threads too
 
 
@@ -145,25 +146,34 @@ def test_overwriting_the_stage_too_soon_is_caught() -> None:
     assert not relative_error(run_cuda_on_cpu(graph, ins, source=bad)[0].astype(np.float64), want[0]) < FP16_TOL
 
 
-def test_scalar_matmuls_still_match() -> None:
-    """``tensor_cores=False`` (the ablation) keeps the scalar loops, which compute the same."""
-    graph, _, _ = _case("lora", None)
-    assert "wmma" not in ml.generate_cuda(graph, tensor_cores=False)
-    assert max(_errors("lora", tensor_cores=False)) < FP16_TOL
+@pytest.mark.parametrize("flag", ["tensor_cores", "padding"])
+def test_scalar_matmuls_and_dense_tiles_still_match(flag: str) -> None:
+    """The ablations: scalar matmuls over the padded tiles, and wmma over dense ones, compute the same."""
+    graph, _, _ = _case("gqa", None)
+    assert ml.generate_cuda(graph, **{flag: False}) != ml.generate_cuda(graph)
+    assert max(_errors("gqa", **{flag: False})) < FP16_TOL
+
+
+def test_a_wrong_pitch_is_caught() -> None:
+    """LoRA's X tile is padded from 256 to 264 halves a row; a fragment load that strides 256 reads the wrong
+    rows."""
+    _, src, _ = _lora_source()
+    bad = _broken(src, "load_matrix_sync(a, &s0[tm * 264 + kk], 264);", "load_matrix_sync(a, &s0[tm * 264 + kk], 256);")
+    assert not max(_errors("lora", source=bad)) < FP16_TOL
 
 
 def test_misaligned_wmma_load_is_an_error() -> None:
     graph, src, ins = _lora_source()
     # A's fragment pointer 8 halves (16 bytes) off the 32-byte alignment wmma needs
-    bad = _broken(src, "load_matrix_sync(a, &s0[tm * 256 + kk]", "load_matrix_sync(a, &s0[tm * 256 + kk + 8]")
+    bad = _broken(src, "load_matrix_sync(a, &s0[tm * 264 + kk]", "load_matrix_sync(a, &s0[tm * 264 + kk + 8]")
     with pytest.raises(EmulationError, match="misaligned wmma load"):
         run_cuda_on_cpu(graph, ins, source=bad)
 
 
 def test_shared_memory_overrun_is_an_error() -> None:
     graph, src, ins = _lora_source()
-    # s5, the last 512 B of the 66048 B plan, moved up by 32 B (it is a wmma operand: 32-byte aligned)
-    bad = _broken(src, "(smem + 65536)", "(smem + 65568)")
+    # s5, the last 752 B of the 74992 B plan, moved up by 32 B (it is a wmma operand: 32-byte aligned)
+    bad = _broken(src, "(smem + 74240)", "(smem + 74272)")
     with pytest.raises(EmulationError, match=r"mirage_k4: write past the planned shared memory \(block"):
         run_cuda_on_cpu(graph, ins, source=bad)
 

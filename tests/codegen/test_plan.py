@@ -9,11 +9,23 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.bench.fused import FUSED
-from mirage_lab.codegen.cuda import EMIT, FINAL_EXPR, UNSUPPORTED, KernelLaunch, LibraryCall, plan_cuda
+from mirage_lab.codegen.cuda import (
+    EMIT,
+    FINAL_EXPR,
+    PADDING_LIMIT,
+    PLAIN,
+    UNSUPPORTED,
+    CodegenOptions,
+    KernelLaunch,
+    LibraryCall,
+    plan_cuda,
+    plan_kernel,
+)
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.ops import OPS, Level, Op, ops_at
 from mirage_lab.ir.smem import SMEM_CAPACITY
+from mirage_lab.optimize.layout import CHUNK
 from mirage_lab.optimize.memory import ALIGN, plan_shared_memory
 from mirage_lab.optimize.schedule import schedule_block_graph
 from mirage_lab.optimize.tensor_cores import MMA_ALIGN, mma_matmuls
@@ -78,8 +90,8 @@ def test_rms_norm_adds_an_internal_barrier() -> None:
 
 @pytest.mark.parametrize(("name", "bg"), _block_graphs(), ids=lambda v: v if isinstance(v, str) else "")
 def test_smem_plan_is_aligned_disjoint_and_below_naive(name: str, bg: BlockGraph) -> None:
-    mma = mma_matmuls(bg)
-    plan = plan_shared_memory(bg, schedule_block_graph(bg), mma)
+    kp = plan_kernel(bg, CodegenOptions())
+    mma, plan = kp.mma, kp.smem
     assert all(off % ALIGN == 0 for off in plan.offsets.values())
     wide = [f"s{t}" for tiling in mma.values() for t in tiling.operands] + [f"mma{k}" for k in mma]
     assert all(plan.offsets[key] % MMA_ALIGN == 0 for key in wide)  # wmma pointers: 256-bit aligned
@@ -115,7 +127,7 @@ def test_launches_match_the_block_graphs(name: str, g: KernelGraph) -> None:
         bg = node.body
         assert step.grid == bg.grid and step.threads == 128
         assert step.args == node.inputs + node.outputs
-        assert step.smem_bytes == plan_shared_memory(bg, schedule_block_graph(bg), mma_matmuls(bg)).peak
+        assert step.smem_bytes == plan_kernel(bg, CodegenOptions()).smem.peak
         kernel = source.split(f"void __launch_bounds__(128) {step.name}(")[1].split("\n}\n")[0]
         assert kernel.count("__syncthreads()") == step.barriers
         assert len(re.findall(r"\b(in|out)\d+\b", kernel.split(")")[0])) == len(step.args)
@@ -148,3 +160,41 @@ def test_tensor_core_matmuls() -> None:
     src = ml.generate_cuda(FUSED["lora"](8))
     assert src.count("wmma::mma_sync(c, a, b, c);") == 3 and "#include <mma.h>" in src
     assert "wmma" not in ml.generate_cuda(FUSED["lora"](8), tensor_cores=False)
+
+
+def test_padding_gives_row_walked_tiles_an_odd_number_of_chunks() -> None:
+    """Tiles read across rows (wmma operands, row sums) get one 16-byte chunk per row where their rows would
+    otherwise meet the same banks; tiles read element by element, and single rows, stay dense."""
+    bg = FUSED["gqa"](1).block_graphs[0]
+    layouts = plan_kernel(bg, CodegenOptions()).layouts
+    padded = {t: (lay.cols, lay.pitch) for t, lay in layouts.items() if lay.padded}
+    assert padded == {0: (64, 72), 1: (128, 136), 2: (64, 72), 4: (128, 136)}  # Q, K, V and exp(Q·K)
+    assert all(lay.pitch * lay.itemsize // CHUNK % 2 == 1 for lay in layouts.values() if lay.padded)
+    assert not any(lay.padded for lay in plan_kernel(bg, CodegenOptions(padding=False)).layouts.values())
+    # the search's GatedMLP tiles are read by split sums only: nothing walks their rows
+    from tests.codegen.graphs import search_best
+    assert not any(lay.padded for g in [search_best("gated_mlp_bs1")] for bg2 in g.block_graphs
+                   for lay in plan_kernel(bg2, CodegenOptions()).layouts.values())
+
+
+def test_padding_is_dropped_where_it_would_not_fit() -> None:
+    """LoRA at batch 8 already needs 174 KiB dense, over sm_80's 163 KiB: padding would only make it worse."""
+    bg = FUSED["lora"](8).block_graphs[0]
+    kp = plan_kernel(bg, CodegenOptions())
+    assert kp.smem.peak > PADDING_LIMIT and not any(lay.padded for lay in kp.layouts.values())
+    assert plan_kernel(bg, PLAIN).smem.peak <= kp.smem.peak
+
+
+def test_padded_source_addresses_rows_by_pitch() -> None:
+    src = ml.generate_cuda(FUSED["gqa"](1))
+    assert "wmma::load_matrix_sync(a, &s0[tm * 72 + kk], 72);" in src  # ldm is the padded pitch
+    assert "wmma::load_matrix_sync(b, &s1[kk * 136 + tn], 136);" in src
+    assert "idx / 64 * 72 + idx % 64" in src  # an element-wise access maps the flat index through the layout
+    assert "* 72" not in ml.generate_cuda(FUSED["gqa"](1), padding=False)
+
+
+def test_codegen_options_are_checked() -> None:
+    with pytest.raises(ml.MirageError, match=r"unknown codegen option\(s\) \['prefetsh'\]; the options are prefetch"):
+        ml.generate_cuda(FUSED["gqa"](1), prefetsh=False)
+    with pytest.raises(ml.MirageError, match="not both"):
+        ml.generate_cuda(FUSED["gqa"](1), PLAIN, prefetch=False)

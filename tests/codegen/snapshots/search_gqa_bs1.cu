@@ -16,17 +16,17 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in2,
     __half* __restrict__ out0,
     __half* __restrict__ out1) {
-  // grid (2, 16, 4), 128 threads, F = 4, 53504 B shared (first-fit; 65920 B without reuse), 5 barriers
+  // grid (2, 16, 4), 128 threads, F = 4, 57600 B shared (first-fit; 69952 B without reuse), 5 barriers
   extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 16384);
-  __half* s1 = reinterpret_cast<__half*>(smem + 24832);
-  __half* s2 = reinterpret_cast<__half*>(smem + 33024);
-  __half* s4 = reinterpret_cast<__half*>(smem + 41216);
-  __half* s5 = reinterpret_cast<__half*>(smem + 24832);
+  __half* s1 = reinterpret_cast<__half*>(smem + 25856);
+  __half* s2 = reinterpret_cast<__half*>(smem + 35072);
+  __half* s4 = reinterpret_cast<__half*>(smem + 44288);
+  __half* s5 = reinterpret_cast<__half*>(smem + 24576);
   __half* s7 = reinterpret_cast<__half*>(smem + 16384);
-  float* mma3 = reinterpret_cast<float*>(smem + 49408);
-  float* acc5 = reinterpret_cast<float*>(smem + 24576);
-  float* mma6 = reinterpret_cast<float*>(smem + 24832);
+  float* mma3 = reinterpret_cast<float*>(smem + 53504);
+  float* acc5 = reinterpret_cast<float*>(smem + 25584);
+  float* mma6 = reinterpret_cast<float*>(smem + 25856);
   float* acc7 = reinterpret_cast<float*>(smem + 0);
   uint4 pf1[4];  // s1's next tile
   // s1 = input()  // iteration 0, into registers
@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const long long base = (long long)blockIdx.x * 16384 + (long long)blockIdx.z * 4096;
     for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 64 + idx % 64]);
+      *reinterpret_cast<uint4*>(&s0[idx / 64 * 72 + idx % 64]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 64 + idx % 64]);
     }
   }
   for (int idx = threadIdx.x; idx < 64; idx += 128) {
@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         const int c = threadIdx.x + r * 128;
         if (c < 512) {
           const int idx = c * 8;
-          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+          *reinterpret_cast<uint4*>(&s1[idx / 64 * 72 + idx % 64]) = pf1[r];
         }
       }
     }
@@ -88,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         const int c = threadIdx.x + r * 128;
         if (c < 512) {
           const int idx = c * 8;
-          *reinterpret_cast<uint4*>(&s2[idx]) = pf2[r];
+          *reinterpret_cast<uint4*>(&s2[idx / 64 * 72 + idx % 64]) = pf2[r];
         }
       }
     }
@@ -130,8 +130,8 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         for (int kk = 0; kk < 64; kk += 16) {
           wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
           wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
-          wmma::load_matrix_sync(a, &s0[tm * 64 + kk], 64);
-          wmma::load_matrix_sync(b, &s1[kk * 64 + tn], 64);
+          wmma::load_matrix_sync(a, &s0[tm * 72 + kk], 72);
+          wmma::load_matrix_sync(b, &s1[kk * 72 + tn], 72);
           wmma::mma_sync(c, a, b, c);
         }
         wmma::store_matrix_sync(stage, c, 16, wmma::mem_row_major);
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
           const int idx = (tm + e / 16) * 64 + tn + e % 16;
           float v = stage[e];
           v = expf(v);  // fused exp
-          s4[idx] = __float2half(v);
+          s4[idx / 64 * 72 + idx % 64] = __float2half(v);
         }
         __syncwarp();  // read before the next tile overwrites the stage
       }
@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
       for (int t = threadIdx.x; t < 128; t += 128) {
         const int idx = t / 2, part = t % 2;  // consecutive threads: consecutive terms
         float c = 0.f;
-        for (int j = part; j < 64; j += 2) { const float e = __half2float(s4[idx * 64 + j]); c += e; }
+        for (int j = part; j < 64; j += 2) { const float e = __half2float(s4[idx * 72 + j]); c += e; }
         atomicAdd(&acc5[idx], c);  // the row sum split over 2 threads
       }
     }
@@ -166,8 +166,8 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         for (int kk = 0; kk < 64; kk += 16) {
           wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
           wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
-          wmma::load_matrix_sync(a, &s4[tm * 64 + kk], 64);
-          wmma::load_matrix_sync(b, &s2[kk * 64 + tn], 64);
+          wmma::load_matrix_sync(a, &s4[tm * 72 + kk], 72);
+          wmma::load_matrix_sync(b, &s2[kk * 72 + tn], 72);
           wmma::mma_sync(c, a, b, c);
         }
         wmma::store_matrix_sync(stage, c, 16, wmma::mem_row_major);
@@ -211,21 +211,21 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
-  // grid (2, 32, 1), 128 threads, F = 1, 18720 B shared (first-fit; 20784 B without reuse), 4 barriers
+  // grid (2, 32, 1), 128 threads, F = 1, 18832 B shared (first-fit; 20896 B without reuse), 4 barriers
   extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 18432);
   __half* s1 = reinterpret_cast<__half*>(smem + 0);
   __half* s2 = reinterpret_cast<__half*>(smem + 1024);
   __half* s3 = reinterpret_cast<__half*>(smem + 0);
   __half* s4 = reinterpret_cast<__half*>(smem + 1040);
-  float* acc2 = reinterpret_cast<float*>(smem + 18688);
+  float* acc2 = reinterpret_cast<float*>(smem + 18800);
   float* acc3 = reinterpret_cast<float*>(smem + 16384);
   // s0 = input()  // hoisted: the same tile every iteration
   {
     const long long base = (long long)blockIdx.x * 4096 + (long long)blockIdx.y * 128;
     for (int c = threadIdx.x; c < 16; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 16) * 16 + idx % 16]);
+      *reinterpret_cast<uint4*>(&s0[idx / 16 * 24 + idx % 16]) = *reinterpret_cast<const uint4*>(&in0[base + (idx / 16) * 16 + idx % 16]);
     }
   }
   // s1 = input()  // hoisted: the same tile every iteration
@@ -249,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
       for (int t = threadIdx.x; t < 128; t += 128) {
         const int idx = t / 16, part = t % 16;  // consecutive threads: consecutive terms
         float c = 0.f;
-        for (int j = part; j < 16; j += 16) { const float e = __half2float(s0[idx * 16 + j]); c += e; }
+        for (int j = part; j < 16; j += 16) { const float e = __half2float(s0[idx * 24 + j]); c += e; }
         atomicAdd(&acc2[idx], c);  // the row sum split over 16 threads
       }
     }
