@@ -106,13 +106,30 @@ def parse_ptxas(log: str) -> dict[str, KernelResources]:
     return out
 
 
+#: NVRTC's words for a header it cannot find (cuda_fp16.h, mma.h): then nvcc, whose include path is the toolkit's
+MISSING_HEADER = re.compile(r"cannot open source file|No such file or directory")
+
+
 def compile_module(source: str, options: tuple[str, ...] = ("--std=c++17",)) -> Any:
-    """A ``cupy.RawModule`` of ``source`` (needs CuPy and a GPU); kernels come from ``get_function``."""
+    """A ``cupy.RawModule`` of ``source`` (needs CuPy and a GPU); kernels come from ``get_function``.
+
+    NVRTC first; if it cannot find a CUDA header (a CuPy wheel without the toolkit's headers beside it), nvcc
+    (CuPy's ``backend="nvcc"``) when one is installed."""
     import cupy
 
     try:
-        module = cupy.RawModule(code=source, options=options)
-        module.compile()
+        return _raw_module(cupy, source, options, "nvrtc")
     except cupy.cuda.compiler.CompileException as e:
-        raise CompileError(f"NVRTC failed in {_kernels_named(source, str(e))}:\n{e}") from None
+        if not (MISSING_HEADER.search(str(e)) and nvcc_available()):
+            raise CompileError(f"NVRTC failed in {_kernels_named(source, str(e))}:\n{e}") from None
+    try:
+        return _raw_module(cupy, source, options, "nvcc")
+    except cupy.cuda.compiler.CompileException as e:
+        raise CompileError(f"NVRTC could not find a CUDA header, and nvcc failed in "
+                           f"{_kernels_named(source, str(e))}:\n{e}") from None
+
+
+def _raw_module(cupy: Any, source: str, options: tuple[str, ...], backend: str) -> Any:
+    module = cupy.RawModule(code=source, options=options, backend=backend)
+    module.compile()
     return module
