@@ -610,7 +610,9 @@ def emit_mma(w: KernelWriter, k: int) -> None:
     w.line(f"float* stage = mma{k} + (threadIdx.x / {WARP}) * {m * n};  // this warp's fp32 output tile")
     with w.block(f"for (int t0 = 0; t0 < {t.tiles}; t0 += {t.warps})"):
         w.line(f"const int tile = t0 + threadIdx.x / {WARP};")
-        w.line(f"const int tm = tile / {cols // n} * {m}, tn = tile % {cols // n} * {n};")
+        across = cols // n  # tiles per row of tiles
+        w.line(f"const int tm = tile / {across} * {m}, tn = tile % {across} * {n};" if across > 1
+               else f"const int tm = tile * {m}, tn = 0;")
         with own_tile():
             w.line(f"wmma::fragment<wmma::accumulator, {m}, {n}, 16, float> c;")
             w.line("wmma::fill_fragment(c, 0.f);")

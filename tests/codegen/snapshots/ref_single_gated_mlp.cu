@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
       float* stage = mma3 + (threadIdx.x / 32) * 256;  // this warp's fp32 output tile
       for (int t0 = 0; t0 < 1; t0 += 4) {
         const int tile = t0 + threadIdx.x / 32;
-        const int tm = tile / 1 * 8, tn = tile % 1 * 32;
+        const int tm = tile * 8, tn = 0;
         if (tile < 1) {
           wmma::fragment<wmma::accumulator, 8, 32, 16, float> c;
           wmma::fill_fragment(c, 0.f);
@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
       float* stage = mma4 + (threadIdx.x / 32) * 256;  // this warp's fp32 output tile
       for (int t0 = 0; t0 < 1; t0 += 4) {
         const int tile = t0 + threadIdx.x / 32;
-        const int tm = tile / 1 * 8, tn = tile % 1 * 32;
+        const int tm = tile * 8, tn = 0;
         if (tile < 1) {
           wmma::fragment<wmma::accumulator, 8, 32, 16, float> c;
           wmma::fill_fragment(c, 0.f);

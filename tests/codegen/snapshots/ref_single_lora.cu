@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
       float* stage = mma5 + (threadIdx.x / 32) * 256;  // this warp's fp32 output tile
       for (int t0 = 0; t0 < 1; t0 += 4) {
         const int tile = t0 + threadIdx.x / 32;
-        const int tm = tile / 1 * 16, tn = tile % 1 * 16;
+        const int tm = tile * 16, tn = 0;
         if (tile < 1) {
           wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
           wmma::fill_fragment(c, 0.f);
