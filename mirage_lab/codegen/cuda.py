@@ -313,11 +313,11 @@ class KernelWriter:
             node = self.bg.nodes[k]
             if node.op is not Op.INPUT:
                 continue
-            tile, full = self.dims(node.outputs[0]), loader_dtensor(node).dims
-            step, vtype = _vector(tile, full, loader_dtensor(node).dtype.itemsize)
-            if vtype:  # rows of whole vectors only; the others keep the plain copy
-                need[k] = -(-math.prod(tile) // step // self.threads)
-                regs[k] = need[k] * step * loader_dtensor(node).dtype.itemsize // 4
+            d = loader_dtensor(node)
+            tc = tile_copy(self.dims(node.outputs[0]), d.dims, d.dtype.itemsize, self.threads)
+            if tc.vtype:  # rows of whole vectors only; the others keep the plain copy
+                need[k] = tc.rounds
+                regs[k] = tc.rounds * tc.step * d.dtype.itemsize // 4
         out: dict[int, int] = {}
         for k in sorted(need, key=lambda k: (-regs[k], k)):  # the biggest tiles first, while registers last
             if sum(regs[j] for j in out) + regs[k] <= PREFETCH_MAX_REGISTERS:
@@ -473,17 +473,61 @@ def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: 
 
     In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``_vector``); a
     padded tile's rows are whole vectors too, so each vector stays inside one row."""
-    tile = w.dims(t)
-    step, vtype = _vector(tile, full, itemsize)
+    tc = tile_copy(w.dims(t), full, itemsize, w.threads)
     w.line(f"const long long base = {base};")
-    with w.for_each(math.prod(tile) // step, "c"):
-        w.line(f"const int idx = c * {step};" if step > 1 else "const int idx = c;")
-        g = flat(full, coords(tile, "idx")) if tile != full else "idx"
-        smem = f"s{t}[{w.offset(t, 'idx')}]"
-        src, dst = (f"{glob}[base + {g}]", smem) if load else (smem, f"{glob}[base + {g}]")
-        if vtype:
-            src, dst = f"*reinterpret_cast<const {vtype}*>(&{src})", f"*reinterpret_cast<{vtype}*>(&{dst})"
+    loop: AbstractContextManager[None]
+    if tc.group:
+        w.line(f"const int col = threadIdx.x % {tc.per_row}, row0 = threadIdx.x / {tc.per_row};")
+        loop = w.block(f"if (row0 < {tc.group}) for (int row = row0; row < {tc.rows}; row += {tc.group})")
+    else:
+        loop = w.for_each(tc.chunks, "c")
+    with loop:
+        smem, g = _copy_addresses(w, t, full, tc)
+        smem, g = f"s{t}[{smem}]", f"{glob}[base + {g}]"
+        src, dst = (g, smem) if load else (smem, g)
+        if tc.vtype:
+            src, dst = f"*reinterpret_cast<const {tc.vtype}*>(&{src})", f"*reinterpret_cast<{tc.vtype}*>(&{dst})"
         w.line(f"{dst} = {src};")
+
+
+@dataclass(frozen=True)
+class TileCopy:
+    """How a block's threads copy one tile: ``step`` elements per copy (a ``vtype`` vector, or one element when
+    empty), ``per_row`` copies per tile row, ``rounds`` copies per thread. Flat (``group`` 0): copy c goes to
+    thread ``c % threads``. By rows, when ``per_row`` does not divide the threads: thread t takes column
+    ``t % per_row`` of rows ``t / per_row + r·group``, so a thread's copies are a constant stride apart (one
+    base address and immediate offsets, instead of a division and an address register per copy)."""
+
+    step: int
+    vtype: str
+    per_row: int
+    rows: int
+    group: int
+    rounds: int
+
+    @property
+    def chunks(self) -> int:
+        return self.per_row * self.rows
+
+
+def tile_copy(tile: Dims, full: Dims, itemsize: int, threads: int) -> TileCopy:
+    step, vtype = _vector(tile, full, itemsize)
+    per_row, rows = tile[-1] // step, math.prod(tile[:-1])
+    if per_row < threads and threads % per_row and rows > 1:
+        group = threads // per_row
+        return TileCopy(step, vtype, per_row, rows, group, -(-rows // group))
+    return TileCopy(step, vtype, per_row, rows, 0, -(-(per_row * rows) // threads))
+
+
+def _copy_addresses(w: KernelWriter, t: int, full: Dims, tc: TileCopy) -> tuple[str, str]:
+    """(shared-memory offset, DTensor offset from the tile's base) of the current copy: of ``c`` when flat,
+    of (``row``, ``col``) by rows. Declares ``idx`` (the flat index) for the flat mapping."""
+    tile = w.dims(t)
+    if tc.group:
+        col = f"col * {tc.step}" if tc.step > 1 else "col"
+        return f"row * {w.pitch(t)} + {col}", flat(full, [*coords(tile[:-1], "row"), col])
+    w.line(f"const int idx = c * {tc.step};" if tc.step > 1 else "const int idx = c;")
+    return w.offset(t, "idx"), flat(full, coords(tile, "idx")) if tile != full else "idx"
 
 
 def _vector(tile: Dims, full: Dims, itemsize: int) -> tuple[int, str]:
@@ -498,25 +542,29 @@ def _vector(tile: Dims, full: Dims, itemsize: int) -> tuple[int, str]:
 
 def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
     """Loader k's tile of ``iteration`` into registers ``pf<k>``, or (``iteration=None``) the registers into
-    its shared-memory tile. Vector r of a thread is chunk ``threadIdx.x + r·threads``, as in ``_tile_copy``."""
+    its shared-memory tile. Register r of a thread holds its r-th copy in ``_tile_copy``'s order."""
     node = w.bg.nodes[k]
     d, t = loader_dtensor(node), node.outputs[0]
-    tile = w.dims(t)
-    step, vtype = _vector(tile, d.dims, d.dtype.itemsize)
-    chunks = math.prod(tile) // step
+    tc = tile_copy(w.dims(t), d.dims, d.dtype.itemsize, w.threads)
     if iteration is not None:
-        base = _block_offset(w, d.dims, tile, node.attr("imap"), node.attr("fmap", -1), iteration)
+        base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), iteration)
         w.line(f"const long long base = {base};")
+    if tc.group:
+        w.line(f"const int col = threadIdx.x % {tc.per_row}, row0 = threadIdx.x / {tc.per_row};")
     w.line("#pragma unroll")
     with w.block(f"for (int r = 0; r < {w.prefetched[k]}; ++r)"):
-        w.line(f"const int c = threadIdx.x + r * {w.threads};")
-        with w.block(f"if (c < {chunks})"):
-            w.line(f"const int idx = c * {step};")
+        if tc.group:
+            w.line(f"const int row = row0 + r * {tc.group};")
+            guard = f"row0 < {tc.group} && row < {tc.rows}"
+        else:
+            w.line(f"const int c = threadIdx.x + r * {w.threads};")
+            guard = f"c < {tc.chunks}"
+        with w.block(f"if ({guard})"):
+            smem, g = _copy_addresses(w, t, d.dims, tc)
             if iteration is not None:
-                g = flat(d.dims, coords(tile, "idx")) if tile != d.dims else "idx"
-                w.line(f"pf{k}[r] = *reinterpret_cast<const {vtype}*>(&{w.loader_param[k]}[base + {g}]);")
+                w.line(f"pf{k}[r] = *reinterpret_cast<const {tc.vtype}*>(&{w.loader_param[k]}[base + {g}]);")
             else:
-                w.line(f"*reinterpret_cast<{vtype}*>(&s{t}[{w.offset(t, 'idx')}]) = pf{k}[r];")
+                w.line(f"*reinterpret_cast<{tc.vtype}*>(&s{t}[{smem}]) = pf{k}[r];")
 
 
 def _block_offset(w: KernelWriter, full: Dims, tile: Dims, amap: tuple[int, ...], fmap: int,
@@ -575,26 +623,68 @@ def split_sum(w: KernelWriter, outputs: int, length: int) -> int:
     return share if share >= 2 and w.split_sums else 1
 
 
-def _split_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: int) -> bool:
-    """A matmul whose only consumer is a plain sum accumulator, with fewer outputs than half the threads:
-    split its K loop over the spare threads into the accumulator (``atomicAdd``). False if it does not apply."""
-    chain = w.schedule.chain(k)
-    if len(chain) != 1 or w.bg.nodes[chain[0]].op is not Op.ACCUM_NO_RED:
-        return False
+def _strip_width(w: KernelWriter, parts: list[tuple[int, int]], n: int, rows: int, splits: bool) -> int:
+    """Output columns per thread in a CUDA-core matmul: the widest fp16 vector (8, 4, 2) that N and every B
+    pitch allow; without a K split, only while that still leaves a strip for every thread."""
+    if any(w.bg.tensors[b].dtype is not DType.FLOAT16 for _, b in parts):
+        return 1
+    for width in (8, 4, 2):
+        if n % width == 0 and all(w.pitch(b) % width == 0 for _, b in parts) and (
+                splits or rows * n // width >= w.threads):
+            return width
+    return 1
+
+
+def _cuda_core_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: int) -> bool:
+    """A matmul on CUDA cores with register blocking: each thread owns a strip of ``width`` consecutive output
+    columns, reads A's element once and B's strip as one vector per step of K, and keeps ``width`` fp32 sums.
+    When the strips leave at least half the block idle and the matmul feeds a plain sum accumulator, the K
+    loop is split over the idle threads (consecutive threads on consecutive terms), which ``atomicAdd`` their
+    partial sums. False when the parts' split points differ (``concat_then_matmul`` of unequal splits)."""
     if not all(w.dims(a)[-1] == w.dims(b)[-2] for a, b in parts):
         return False
-    outputs = w.bg.tensors[w.bg.nodes[k].outputs[0]].numel
-    share = split_sum(w, outputs, min(w.dims(a)[-1] for a, _ in parts))
-    if share == 1:
-        return False
-    with w.block(f"for (int t = threadIdx.x; t < {outputs * share}; t += {w.threads})"):
-        w.line(f"const int idx = t % {outputs}, part = t / {outputs};  // consecutive threads: consecutive columns")
-        w.line(f"const int m = idx / {n}, n = idx % {n};")
-        w.line("float v = 0.f;")
+    chain = w.schedule.chain(k)
+    into = chain[0] if len(chain) == 1 and w.bg.nodes[chain[0]].op is Op.ACCUM_NO_RED else None
+    rows = w.bg.tensors[w.bg.nodes[k].outputs[0]].numel // n
+    width = _strip_width(w, parts, n, rows, into is not None and w.split_sums)
+    strips, across = rows * n // width, n // width
+    share = split_sum(w, strips, min(w.dims(a)[-1] for a, _ in parts)) if into is not None else 1
+    with w.block(f"for (int t = threadIdx.x; t < {strips * share}; t += {w.threads})"):
+        w.line(f"const int strip = t / {share}, part = t % {share};  // consecutive threads: consecutive terms"
+               if share > 1 else "const int strip = t;")
+        w.line(f"const int m = strip / {across}, n0 = strip % {across} * {width};" if across > 1
+               else "const int m = strip, n0 = 0;")
+        w.line(f"float sum[{width}] = {{}};")
         for a, b in parts:
-            w.line(f"for (int kk = part; kk < {w.dims(a)[-1]}; kk += {share}) v += {_operands(w, a, b)};")
-        w.line(f"atomicAdd(&acc{chain[0]}[idx], v);  // accum_no_red; the K sum split over {share} threads")
+            head = (f"for (int kk = part; kk < {w.dims(a)[-1]}; kk += {share})" if share > 1
+                    else f"for (int kk = 0; kk < {w.dims(a)[-1]}; ++kk)")
+            with w.block(head):
+                w.line(f"const float x = {w.ld_at(a, f'm * {w.pitch(a)} + kk')};")
+                _strip_products(w, b, width)
+        w.line("#pragma unroll")
+        with w.block(f"for (int j = 0; j < {width}; ++j)"):
+            w.line(f"const int idx = m * {n} + n0 + j;")
+            if share > 1:
+                w.line(f"atomicAdd(&acc{into}[idx], sum[j]);  // accum_no_red; the K sum split over {share} threads")
+            else:
+                w.line("float v = sum[j];")
+                w.epilogue(k)
     return True
+
+
+def _strip_products(w: KernelWriter, b: int, width: int) -> None:
+    """``sum[j] += x · B[kk][n0 + j]`` for the strip, B's strip read as one vector of ``width`` halves."""
+    if width == 1:
+        w.line(f"sum[0] += x * {w.ld_at(b, f'kk * {w.pitch(b)} + n0')};")
+        return
+    vtype = dict(VECTORS)[width * 2]
+    w.line(f"const {vtype} y = *reinterpret_cast<const {vtype}*>(&s{b}[kk * {w.pitch(b)} + n0]);")
+    w.line("const __half2* h = reinterpret_cast<const __half2*>(&y);")
+    w.line("#pragma unroll")
+    with w.block(f"for (int j = 0; j < {width // 2}; ++j)"):
+        w.line("const float2 f = __half22float2(h[j]);")
+        w.line("sum[2 * j] += x * f.x;")
+        w.line("sum[2 * j + 1] += x * f.y;")
 
 
 def emit_mma(w: KernelWriter, k: int) -> None:
@@ -634,11 +724,6 @@ def emit_mma(w: KernelWriter, k: int) -> None:
             w.line("__syncwarp();  // read before the next tile overwrites the stage")
 
 
-def _operands(w: KernelWriter, a: int, b: int) -> str:
-    """``A[m][kk] * B[kk][n]``, addressed by row pitch (A's batch dims fold into its rows, B has none)."""
-    return f"{w.ld_at(a, f'm * {w.pitch(a)} + kk')} * {w.ld_at(b, f'kk * {w.pitch(b)} + n')}"
-
-
 def emit_matmul(w: KernelWriter, k: int) -> None:
     node = w.bg.nodes[k]
     if k in w.mma:
@@ -646,16 +731,12 @@ def emit_matmul(w: KernelWriter, k: int) -> None:
         return
     parts = list(zip(node.inputs[:len(node.inputs) // 2], node.inputs[len(node.inputs) // 2:], strict=True))
     n = w.dims(node.outputs[0])[-1]
-    if _split_matmul(w, k, parts, n):
+    if _cuda_core_matmul(w, k, parts, n):
         return
 
     def body(cs: list[str]) -> list[str]:
         lines = [f"const int m = idx / {n}, n = idx % {n};", "float v = 0.f;"]
-        if all(w.dims(a)[-1] == w.dims(b)[-2] for a, b in parts):  # concat_then_matmul: A0·B0 + A1·B1
-            for a, b in parts:
-                lines.append(f"for (int kk = 0; kk < {w.dims(a)[-1]}; ++kk) v += {_operands(w, a, b)};")
-            return lines
-        (a0, b0), (a1, b1) = parts  # split points differ: multiply the concatenations
+        (a0, b0), (a1, b1) = parts  # concat_then_matmul whose split points differ: multiply the concatenations
         ka0, kb0 = w.dims(a0)[-1], w.dims(b0)[-2]
         pa0, pa1, pb0, pb1 = (w.pitch(t) for t in (a0, a1, b0, b1))
         lhs = f"(kk < {ka0} ? {w.ld_at(a0, f'm * {pa0} + kk')} : {w.ld_at(a1, f'm * {pa1} + kk - {ka0}')})"

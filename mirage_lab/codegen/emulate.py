@@ -77,6 +77,8 @@ struct uint4 { unsigned int x, y, z, w; };  // no alignas: misalignment is repor
 struct uint2 { unsigned int x, y; };
 struct uint1 { unsigned int x; };
 struct dim3u { unsigned int x, y, z; };
+struct __half2 { _Float16 x, y; };
+struct float2 { float x, y; };
 
 // A table, because without F16C every _Float16 -> float conversion is a libgcc call and the matmul
 // loops do two per multiply-add; both directions are exact / round-to-nearest-even as in CUDA.
@@ -86,6 +88,7 @@ __attribute__((constructor)) static void mirage_init_h2f() {
 }
 static inline float __half2float(__half h) { uint16_t u; std::memcpy(&u, &h, 2); return mirage_h2f[u]; }
 static inline __half __float2half(float f) { return (__half)f; }
+static inline float2 __half22float2(__half2 h) { return {__half2float(h.x), __half2float(h.y)}; }
 
 static dim3u blockIdx;                     // blocks run one at a time
 static thread_local dim3u threadIdx;       // set per OS thread, or by the fiber scheduler on each switch

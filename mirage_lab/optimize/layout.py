@@ -9,13 +9,14 @@ here, not searched: the last dim, for every STensor.
 
 **Row padding** (SPEC's step 6, with padding rather than an XOR swizzle, which would break the
 vector copies' and the wmma fragments' contiguous rows). Shared memory serves a warp from 32 banks of 4
-bytes, i.e. 8 chunks of 16 bytes. A reader that walks several rows at once (a wmma fragment load: 8 rows
-of 16 bytes per phase; a row sum, rms_norm or last-dim reduction with a thread per row, or a split sum
-whose warp spans several rows) hits the same banks in every row when the row pitch is an even number of
-chunks: 2- to 32-way conflicts. Such a tile gets one chunk of padding per row, so its pitch is an odd
-number of chunks. Tiles whose rows are not whole chunks, single rows, and tiles only read element by
-element (each warp on consecutive elements) keep the dense layout. Padding costs ``rows × 16`` bytes of
-shared memory; the code generator drops it when the padded plan would not fit a block.
+bytes, i.e. 8 chunks of 16 bytes. A reader that walks several rows at once hits the same banks in every
+row when the row pitch is an even number of chunks: 2- to 32-way conflicts. Such readers: a wmma
+fragment load (8 rows of 16 bytes per phase); a CUDA-core matmul's A, whose warp holds strips of several
+rows; a row sum, rms_norm or last-dim reduction with a thread per row, or a split sum whose warp spans
+several rows. Their tiles get one chunk of padding per row, so the pitch is an odd number of chunks.
+Tiles whose rows are not whole chunks, single rows, and tiles only read element by element (each warp
+on consecutive elements) keep the dense layout. Padding costs ``rows × 16`` bytes of shared memory; the
+code generator drops it when the padded plan would not fit a block.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def row_walked(bg: BlockGraph, mma: Mapping[int, MmaTiling]) -> set[int]:
     """STensors that some reader walks several rows of at once (see the module docstring)."""
     out = {t for tiling in mma.values() for t in tiling.operands}
     for node in bg.nodes:
+        if node.op in (Op.MATMUL, Op.CONCAT_THEN_MATMUL):  # A: a warp's strips span rows at the same k
+            out.update(node.inputs[:len(node.inputs) // 2])
         if node.op in ROW_SUMS or node.op is Op.RMS_NORM:
             out.add(node.inputs[0])
         elif node.op in LAST_DIM_REDUCTIONS and node.inputs:

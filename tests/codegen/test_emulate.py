@@ -114,12 +114,14 @@ def test_prefetching_the_wrong_iteration_is_caught(schedule: str) -> None:
 
 
 def test_split_sums_are_used_and_a_lost_partial_is_caught() -> None:
-    """Fused RMSNorm bs1 has 48 matmul outputs and 2 row sums for 128 threads: both sums are split over the
-    idle threads. Storing a partial instead of adding it loses the others, and the check sees it."""
+    """Fused RMSNorm bs1 has 48 matmul outputs (6 strips of 8 columns, one per thread) and 2 row sums for 128
+    threads: both sums are split over the idle threads. Storing a partial instead of adding it loses the
+    others, and the check sees it."""
     graph, _, _ = _case("rmsnorm", None)
     src = ml.generate_cuda(graph)
-    assert "the K sum split over 2 threads" in src and "the row sum split over 64 threads" in src
-    bad = _broken(src, "atomicAdd(&acc4[idx], v);", "acc4[idx] = v;")
+    assert "float sum[8]" in src and "the K sum split over 21 threads" in src  # 128 // 6
+    assert "the row sum split over 64 threads" in src
+    bad = _broken(src, "atomicAdd(&acc4[idx], sum[j]);", "acc4[idx] = sum[j];")
     assert not max(_errors("rmsnorm", source=bad)) < FP16_TOL
 
 

@@ -34,16 +34,16 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
       }
     }
   }
-  uint4 pf1[3];  // s1's next tile
+  uint4 pf1[4];  // s1's next tile
   // s1 = input()  // iteration 0, into registers
   {
     const long long base = (long long)0 * 786432 + (long long)blockIdx.x * 24;
+    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
     #pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      const int c = threadIdx.x + r * 128;
-      if (c < 384) {
-        const int idx = c * 8;
-        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 24) * 6144 + idx % 24]);
+    for (int r = 0; r < 4; ++r) {
+      const int row = row0 + r * 42;
+      if (row0 < 42 && row < 128) {
+        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + row * 6144 + col * 8]);
       }
     }
   }
@@ -67,12 +67,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s1 = input()  // from the registers prefetched last iteration
     {
+      const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
       #pragma unroll
-      for (int r = 0; r < 3; ++r) {
-        const int c = threadIdx.x + r * 128;
-        if (c < 384) {
-          const int idx = c * 8;
-          *reinterpret_cast<uint4*>(&s1[idx]) = pf1[r];
+      for (int r = 0; r < 4; ++r) {
+        const int row = row0 + r * 42;
+        if (row0 < 42 && row < 128) {
+          *reinterpret_cast<uint4*>(&s1[row * 24 + col * 8]) = pf1[r];
         }
       }
     }
@@ -93,12 +93,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
       // s1 = input()  // iteration i + 1, in flight during this one
       {
         const long long base = (long long)(i + 1) * 786432 + (long long)blockIdx.x * 24;
+        const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
         #pragma unroll
-        for (int r = 0; r < 3; ++r) {
-          const int c = threadIdx.x + r * 128;
-          if (c < 384) {
-            const int idx = c * 8;
-            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + (idx / 24) * 6144 + idx % 24]);
+        for (int r = 0; r < 4; ++r) {
+          const int row = row0 + r * 42;
+          if (row0 < 42 && row < 128) {
+            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + row * 6144 + col * 8]);
           }
         }
       }
@@ -114,12 +114,26 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s3 = matmul(s0, s1)
     {
-      for (int t = threadIdx.x; t < 96; t += 128) {
-        const int idx = t % 48, part = t / 48;  // consecutive threads: consecutive columns
-        const int m = idx / 24, n = idx % 24;
-        float v = 0.f;
-        for (int kk = part; kk < 128; kk += 2) v += __half2float(s0[m * 136 + kk]) * __half2float(s1[kk * 24 + n]);
-        atomicAdd(&acc4[idx], v);  // accum_no_red; the K sum split over 2 threads
+      for (int t = threadIdx.x; t < 126; t += 128) {
+        const int strip = t / 21, part = t % 21;  // consecutive threads: consecutive terms
+        const int m = strip / 3, n0 = strip % 3 * 8;
+        float sum[8] = {};
+        for (int kk = part; kk < 128; kk += 21) {
+          const float x = __half2float(s0[m * 136 + kk]);
+          const uint4 y = *reinterpret_cast<const uint4*>(&s1[kk * 24 + n0]);
+          const __half2* h = reinterpret_cast<const __half2*>(&y);
+          #pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float2 f = __half22float2(h[j]);
+            sum[2 * j] += x * f.x;
+            sum[2 * j + 1] += x * f.y;
+          }
+        }
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int idx = m * 24 + n0 + j;
+          atomicAdd(&acc4[idx], sum[j]);  // accum_no_red; the K sum split over 21 threads
+        }
       }
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
@@ -142,9 +156,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   // saver = output(s5)
   {
     const long long base = (long long)blockIdx.x * 24;
-    for (int c = threadIdx.x; c < 6; c += 128) {
-      const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&out0[base + (idx / 24) * 6144 + idx % 24]) = *reinterpret_cast<const uint4*>(&s5[idx]);
+    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
+    if (row0 < 42) for (int row = row0; row < 2; row += 42) {
+      *reinterpret_cast<uint4*>(&out0[base + row * 6144 + col * 8]) = *reinterpret_cast<const uint4*>(&s5[row * 24 + col * 8]);
     }
   }
 }

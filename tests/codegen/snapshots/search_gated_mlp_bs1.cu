@@ -13,17 +13,17 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in1,
     const __half* __restrict__ in2,
     __half* __restrict__ out0) {
-  // grid (512, 1, 1), 128 threads, F = 4, 49664 B shared (first-fit; 50176 B without reuse), 5 barriers
+  // grid (512, 1, 1), 128 threads, F = 4, 49776 B shared (first-fit; 50288 B without reuse), 5 barriers
   extern __shared__ __align__(32) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 0);
-  __half* s1 = reinterpret_cast<__half*>(smem + 16384);
-  __half* s2 = reinterpret_cast<__half*>(smem + 32768);
+  __half* s1 = reinterpret_cast<__half*>(smem + 16496);
+  __half* s2 = reinterpret_cast<__half*>(smem + 32880);
   __half* s5 = reinterpret_cast<__half*>(smem + 0);
   __half* s6 = reinterpret_cast<__half*>(smem + 128);
   __half* s7 = reinterpret_cast<__half*>(smem + 256);
   __half* s8 = reinterpret_cast<__half*>(smem + 0);
-  float* acc5 = reinterpret_cast<float*>(smem + 49152);
-  float* acc6 = reinterpret_cast<float*>(smem + 49408);
+  float* acc5 = reinterpret_cast<float*>(smem + 49264);
+  float* acc6 = reinterpret_cast<float*>(smem + 49520);
   uint4 pf0[8];  // s0's next tile
   // s0 = input()  // iteration 0, into registers
   {
@@ -64,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         const int c = threadIdx.x + r * 128;
         if (c < 1024) {
           const int idx = c * 8;
-          *reinterpret_cast<uint4*>(&s0[idx]) = pf0[r];
+          *reinterpret_cast<uint4*>(&s0[idx / 1024 * 1032 + idx % 1024]) = pf0[r];
         }
       }
     }
@@ -117,21 +117,49 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     // s3 = matmul(s0, s1)
     {
       for (int t = threadIdx.x; t < 128; t += 128) {
-        const int idx = t % 64, part = t / 64;  // consecutive threads: consecutive columns
-        const int m = idx / 8, n = idx % 8;
-        float v = 0.f;
-        for (int kk = part; kk < 1024; kk += 2) v += __half2float(s0[m * 1024 + kk]) * __half2float(s1[kk * 8 + n]);
-        atomicAdd(&acc5[idx], v);  // accum_no_red; the K sum split over 2 threads
+        const int strip = t / 16, part = t % 16;  // consecutive threads: consecutive terms
+        const int m = strip, n0 = 0;
+        float sum[8] = {};
+        for (int kk = part; kk < 1024; kk += 16) {
+          const float x = __half2float(s0[m * 1032 + kk]);
+          const uint4 y = *reinterpret_cast<const uint4*>(&s1[kk * 8 + n0]);
+          const __half2* h = reinterpret_cast<const __half2*>(&y);
+          #pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float2 f = __half22float2(h[j]);
+            sum[2 * j] += x * f.x;
+            sum[2 * j + 1] += x * f.y;
+          }
+        }
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int idx = m * 8 + n0 + j;
+          atomicAdd(&acc5[idx], sum[j]);  // accum_no_red; the K sum split over 16 threads
+        }
       }
     }
     // s4 = matmul(s0, s2)
     {
       for (int t = threadIdx.x; t < 128; t += 128) {
-        const int idx = t % 64, part = t / 64;  // consecutive threads: consecutive columns
-        const int m = idx / 8, n = idx % 8;
-        float v = 0.f;
-        for (int kk = part; kk < 1024; kk += 2) v += __half2float(s0[m * 1024 + kk]) * __half2float(s2[kk * 8 + n]);
-        atomicAdd(&acc6[idx], v);  // accum_no_red; the K sum split over 2 threads
+        const int strip = t / 16, part = t % 16;  // consecutive threads: consecutive terms
+        const int m = strip, n0 = 0;
+        float sum[8] = {};
+        for (int kk = part; kk < 1024; kk += 16) {
+          const float x = __half2float(s0[m * 1032 + kk]);
+          const uint4 y = *reinterpret_cast<const uint4*>(&s2[kk * 8 + n0]);
+          const __half2* h = reinterpret_cast<const __half2*>(&y);
+          #pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float2 f = __half22float2(h[j]);
+            sum[2 * j] += x * f.x;
+            sum[2 * j + 1] += x * f.y;
+          }
+        }
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int idx = m * 8 + n0 + j;
+          atomicAdd(&acc6[idx], sum[j]);  // accum_no_red; the K sum split over 16 threads
+        }
       }
     }
     __syncthreads();  // the next iteration overwrites tiles still being read

@@ -34,16 +34,16 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
       }
     }
   }
-  uint2 pf1[24];  // s1's next tile
+  uint2 pf1[25];  // s1's next tile
   // s1 = input()  // iteration 0, into registers
   {
     const long long base = (long long)0 * 6291456 + (long long)blockIdx.x * 12;
+    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
     #pragma unroll
-    for (int r = 0; r < 24; ++r) {
-      const int c = threadIdx.x + r * 128;
-      if (c < 3072) {
-        const int idx = c * 4;
-        pf1[r] = *reinterpret_cast<const uint2*>(&in1[base + (idx / 12) * 6144 + idx % 12]);
+    for (int r = 0; r < 25; ++r) {
+      const int row = row0 + r * 42;
+      if (row0 < 42 && row < 1024) {
+        pf1[r] = *reinterpret_cast<const uint2*>(&in1[base + row * 6144 + col * 4]);
       }
     }
   }
@@ -67,12 +67,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s1 = input()  // from the registers prefetched last iteration
     {
+      const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
       #pragma unroll
-      for (int r = 0; r < 24; ++r) {
-        const int c = threadIdx.x + r * 128;
-        if (c < 3072) {
-          const int idx = c * 4;
-          *reinterpret_cast<uint2*>(&s1[idx]) = pf1[r];
+      for (int r = 0; r < 25; ++r) {
+        const int row = row0 + r * 42;
+        if (row0 < 42 && row < 1024) {
+          *reinterpret_cast<uint2*>(&s1[row * 12 + col * 4]) = pf1[r];
         }
       }
     }
@@ -93,12 +93,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
       // s1 = input()  // iteration i + 1, in flight during this one
       {
         const long long base = (long long)(i + 1) * 6291456 + (long long)blockIdx.x * 12;
+        const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
         #pragma unroll
-        for (int r = 0; r < 24; ++r) {
-          const int c = threadIdx.x + r * 128;
-          if (c < 3072) {
-            const int idx = c * 4;
-            pf1[r] = *reinterpret_cast<const uint2*>(&in1[base + (idx / 12) * 6144 + idx % 12]);
+        for (int r = 0; r < 25; ++r) {
+          const int row = row0 + r * 42;
+          if (row0 < 42 && row < 1024) {
+            pf1[r] = *reinterpret_cast<const uint2*>(&in1[base + row * 6144 + col * 4]);
           }
         }
       }
@@ -114,12 +114,26 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s3 = matmul(s0, s1)
     {
-      for (int t = threadIdx.x; t < 120; t += 128) {
-        const int idx = t % 24, part = t / 24;  // consecutive threads: consecutive columns
-        const int m = idx / 12, n = idx % 12;
-        float v = 0.f;
-        for (int kk = part; kk < 1024; kk += 5) v += __half2float(s0[m * 1032 + kk]) * __half2float(s1[kk * 12 + n]);
-        atomicAdd(&acc4[idx], v);  // accum_no_red; the K sum split over 5 threads
+      for (int t = threadIdx.x; t < 126; t += 128) {
+        const int strip = t / 21, part = t % 21;  // consecutive threads: consecutive terms
+        const int m = strip / 3, n0 = strip % 3 * 4;
+        float sum[4] = {};
+        for (int kk = part; kk < 1024; kk += 21) {
+          const float x = __half2float(s0[m * 1032 + kk]);
+          const uint2 y = *reinterpret_cast<const uint2*>(&s1[kk * 12 + n0]);
+          const __half2* h = reinterpret_cast<const __half2*>(&y);
+          #pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const float2 f = __half22float2(h[j]);
+            sum[2 * j] += x * f.x;
+            sum[2 * j + 1] += x * f.y;
+          }
+        }
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int idx = m * 12 + n0 + j;
+          atomicAdd(&acc4[idx], sum[j]);  // accum_no_red; the K sum split over 21 threads
+        }
       }
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
@@ -142,9 +156,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   // saver = output(s5)
   {
     const long long base = (long long)blockIdx.x * 12;
-    for (int c = threadIdx.x; c < 6; c += 128) {
-      const int idx = c * 4;
-      *reinterpret_cast<uint2*>(&out0[base + (idx / 12) * 6144 + idx % 12]) = *reinterpret_cast<const uint2*>(&s5[idx]);
+    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
+    if (row0 < 42) for (int row = row0; row < 2; row += 42) {
+      *reinterpret_cast<uint2*>(&out0[base + row * 6144 + col * 4]) = *reinterpret_cast<const uint2*>(&s5[row * 12 + col * 4]);
     }
   }
 }

@@ -55,9 +55,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     // s1 = input()
     {
       const long long base = (long long)i * 6291456 + (long long)blockIdx.x * 12;
-      for (int c = threadIdx.x; c < 3072; c += 128) {
-        const int idx = c * 4;
-        *reinterpret_cast<uint2*>(&s1[idx]) = *reinterpret_cast<const uint2*>(&in1[base + (idx / 12) * 6144 + idx % 12]);
+      const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
+      if (row0 < 42) for (int row = row0; row < 1024; row += 42) {
+        *reinterpret_cast<uint2*>(&s1[row * 12 + col * 4]) = *reinterpret_cast<const uint2*>(&in1[base + row * 6144 + col * 4]);
       }
     }
     __syncthreads();  // next stage reads this one
@@ -86,11 +86,26 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s3 = matmul(s0, s1)
     {
-      for (int idx = threadIdx.x; idx < 192; idx += 128) {
-        const int m = idx / 12, n = idx % 12;
-        float v = 0.f;
-        for (int kk = 0; kk < 1024; ++kk) v += __half2float(s0[m * 1032 + kk]) * __half2float(s1[kk * 12 + n]);
-        acc4[idx] += v;  // accum_no_red
+      for (int t = threadIdx.x; t < 96; t += 128) {
+        const int strip = t / 2, part = t % 2;  // consecutive threads: consecutive terms
+        const int m = strip / 3, n0 = strip % 3 * 4;
+        float sum[4] = {};
+        for (int kk = part; kk < 1024; kk += 2) {
+          const float x = __half2float(s0[m * 1032 + kk]);
+          const uint2 y = *reinterpret_cast<const uint2*>(&s1[kk * 12 + n0]);
+          const __half2* h = reinterpret_cast<const __half2*>(&y);
+          #pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const float2 f = __half22float2(h[j]);
+            sum[2 * j] += x * f.x;
+            sum[2 * j + 1] += x * f.y;
+          }
+        }
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int idx = m * 12 + n0 + j;
+          atomicAdd(&acc4[idx], sum[j]);  // accum_no_red; the K sum split over 2 threads
+        }
       }
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
@@ -113,9 +128,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   // saver = output(s5)
   {
     const long long base = (long long)blockIdx.x * 12;
-    for (int c = threadIdx.x; c < 48; c += 128) {
-      const int idx = c * 4;
-      *reinterpret_cast<uint2*>(&out0[base + (idx / 12) * 6144 + idx % 12]) = *reinterpret_cast<const uint2*>(&s5[idx]);
+    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
+    if (row0 < 42) for (int row = row0; row < 16; row += 42) {
+      *reinterpret_cast<uint2*>(&out0[base + row * 6144 + col * 4]) = *reinterpret_cast<const uint2*>(&s5[row * 12 + col * 4]);
     }
   }
 }
