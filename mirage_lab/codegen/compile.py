@@ -78,7 +78,7 @@ def nvcc_ptx(source: str, arch: str = "sm_80", *, resources: bool = False, timeo
 
 def _kernels_named(source: str, log: str) -> str:
     """The kernel(s) an nvcc error points into (by line number), else every kernel of the source."""
-    names = re.findall(r"__global__ void(?: __launch_bounds__\(\d+\))? (\w+)\(", source)
+    names = re.findall(r"__global__ void(?: __launch_bounds__\(\d+(?:, \d+)?\))? (\w+)\(", source)
     starts = [i + 1 for i, ln in enumerate(source.splitlines()) if "__global__" in ln]
     hit = set()
     for m in re.finditer(r"mugraph\.cu\((\d+)\)", log):

@@ -10,10 +10,11 @@ ops fused into a producer's epilogue (SPEC §4) are applied to ``v`` in register
 store. Stages and barriers come from ``optimize.schedule``, offsets from ``optimize.memory``.
 
 **Split sums** (``split_sums=True``, the default): a matmul feeding a sum accumulator, or a row-sum
-accumulator, with fewer outputs than half the block's threads gives each output several threads; each
-sums a strided share of the terms and ``atomicAdd``s it into the fp32 accumulator (GEMV-like tiles at
-batch 1 otherwise leave most threads idle behind one long serial loop). The order of the adds then
-varies from run to run, within fp32 rounding.
+accumulator, with fewer outputs than half the block's threads gives each output several threads (a power
+of two); each sums a strided share of the terms, warp shuffles combine the shares (``mirage_warp_sum``),
+and one lane adds the total into the fp32 accumulator, or one lane per warp ``atomicAdd``s when a share
+spans several warps (GEMV-like tiles at batch 1 otherwise leave most threads idle behind one long serial
+loop).
 
 **Prefetch** (``prefetch=True``, the default): a loader that reads a new tile every iteration issues
 iteration i+1's global loads into registers right after iteration i's tiles are in shared memory, and
@@ -52,6 +53,7 @@ from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph, Node, load
 from mirage_lab.ir.ops import Kind, Op
 from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
+from mirage_lab.optimize.hardware import HARDWARE
 from mirage_lab.optimize.layout import TileLayout, choose_layouts
 from mirage_lab.optimize.memory import SmemPlan, plan_shared_memory
 from mirage_lab.optimize.schedule import BlockSchedule, schedule_block_graph
@@ -69,6 +71,10 @@ CTYPES: dict[DType, tuple[str, str, str]] = {
 PREFETCH_MAX_REGISTERS = 64  # data only: ptxas adds about as many again for addresses and the loop body
 #: copy widths, widest first: bytes → CUDA vector type (alignment = size)
 VECTORS = ((16, "uint4"), (8, "uint2"), (4, "uint1"))
+#: the GPU whose waves ``__launch_bounds__`` sizes for: the most SMs (H100 / H200: 132)
+WAVE_TARGET = max(HARDWARE.values(), key=lambda hw: hw.sms)
+#: the fewest registers per thread ``__launch_bounds__`` may ask ptxas to fit in
+MIN_REGISTERS = 64
 #: kernel-level ops that run as CuPy library calls
 LIBRARY_KINDS = frozenset({Kind.MATMUL, Kind.UNARY, Kind.BINARY, Kind.REDUCTION, Kind.NORM})
 
@@ -78,6 +84,17 @@ HELPERS = """\
 __device__ __forceinline__ float mirage_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoid(x); }
 __device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
+#endif
+#ifndef MIRAGE_LAB_WARP_SUM  // the CPU emulation brings its own: one exchange instead of one per step
+#define MIRAGE_LAB_WARP_SUM
+// v[j] summed over each aligned group of W lanes (W a power of two, at most 32); every lane of the warp calls it
+template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&v)[N]) {
+  #pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
+  }
+}
 #endif
 """
 
@@ -431,8 +448,18 @@ class KernelWriter:
             for k in st.nodes:
                 (self.finalize if bg.nodes[k].kind is Kind.ACCUM else self.emit)(k)
         body = "\n".join(self.lines)
-        return f'extern "C" __global__ void __launch_bounds__({self.threads}) {self.name}(\n    ' \
+        return f'extern "C" __global__ void {self.launch_bounds()} {self.name}(\n    ' \
                + ",\n    ".join(params) + ") {\n" + body + "\n}\n"
+
+    def launch_bounds(self) -> str:
+        """``__launch_bounds__(threads[, blocks per SM])``: asks ptxas to fit the registers of as many blocks per
+        SM as put the whole grid in one wave on the largest target (``WAVE_TARGET``), where shared memory
+        allows it and it leaves at least ``MIN_REGISTERS`` a thread."""
+        hw = WAVE_TARGET
+        blocks = min(-(-math.prod(self.bg.grid) // hw.sms),
+                     hw.smem_per_sm // (self.plan.peak + hw.smem_reserved_per_block),
+                     hw.regs_per_sm // (self.threads * MIN_REGISTERS))
+        return f"__launch_bounds__({self.threads}, {blocks})" if blocks > 1 else f"__launch_bounds__({self.threads})"
 
     def emit(self, k: int, note: str = "", fetch: str | None = None, store: bool = False) -> None:
         """Node k's code; for a prefetched loader, ``fetch`` (the iteration) loads its tile into registers
@@ -618,9 +645,42 @@ def emit_binary(w: KernelWriter, k: int) -> None:
 
 def split_sum(w: KernelWriter, outputs: int, length: int) -> int:
     """Threads per output of a sum over ``length`` terms: when the outputs leave at least half the block idle,
-    the idle threads each take a strided share of the terms and ``atomicAdd`` their partial sums."""
+    the idle threads each take a strided share of the terms (``_split_rounds``). A power of two when warp
+    shuffles combine the shares (whole warps), so that a share's threads are an aligned group of lanes."""
     share = min(w.threads // outputs, length)
-    return share if share >= 2 and w.split_sums else 1
+    if share < 2 or not w.split_sums:
+        return 1
+    return 1 << (share.bit_length() - 1) if w.threads % WARP == 0 else share
+
+
+@contextmanager
+def _split_rounds(w: KernelWriter, total: int, share: int, name: str) -> Iterator[None]:
+    """The body of a split sum over ``total`` = outputs × ``share`` ≤ threads: declares ``t``, ``<name>`` (the
+    output) and ``part``. Every thread runs it (``t < total`` guards the work, not the block), so that all
+    lanes meet the warp shuffles of ``_combine``."""
+    assert total <= w.threads, (total, w.threads)  # split_sum gives each output at most threads // outputs
+    with w.block(""):
+        w.line("const int t = threadIdx.x;")
+        w.line(f"const int {name} = t / {share}, part = t % {share};  // consecutive threads: consecutive terms")
+        yield
+
+
+def _combine(w: KernelWriter, share: int, values: str, count: int, total: int) -> tuple[str, str]:
+    """Sum the ``share`` threads' partial ``values`` (an array of ``count``). With whole warps, a shuffle
+    butterfly (``mirage_warp_sum``) within each share, or each warp of it, leaves the total in every lane:
+    returns the first lane's guard and ``"+="`` (one writer per output) or ``"atomic"`` (a share wider than a
+    warp: one add per warp). Without whole warps: every thread's guard and ``"atomic"``."""
+    if w.threads % WARP:
+        return f"t < {total}", "atomic"
+    group = min(share, WARP)
+    w.line(f"mirage_warp_sum<{count}, {group}>({values});  // the partial sums of {group} lanes, in registers")
+    if share <= WARP:
+        return f"part == 0 && t < {total}", "+="
+    return f"threadIdx.x % {WARP} == 0 && t < {total}", "atomic"
+
+
+def _add(target: str, value: str, how: str, note: str) -> str:
+    return f"atomicAdd(&{target}, {value});  // {note}" if how == "atomic" else f"{target} += {value};  // {note}"
 
 
 def _strip_width(w: KernelWriter, parts: list[tuple[int, int]], n: int, rows: int, splits: bool) -> int:
@@ -639,8 +699,8 @@ def _cuda_core_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: 
     """A matmul on CUDA cores with register blocking: each thread owns a strip of ``width`` consecutive output
     columns, reads A's element once and B's strip as one vector per step of K, and keeps ``width`` fp32 sums.
     When the strips leave at least half the block idle and the matmul feeds a plain sum accumulator, the K
-    loop is split over the idle threads (consecutive threads on consecutive terms), which ``atomicAdd`` their
-    partial sums. False when the parts' split points differ (``concat_then_matmul`` of unequal splits)."""
+    loop is split over the idle threads (consecutive threads on consecutive terms), whose partial sums
+    ``_combine`` adds up. False when the parts' split points differ (``concat_then_matmul`` of unequal splits)."""
     if not all(w.dims(a)[-1] == w.dims(b)[-2] for a, b in parts):
         return False
     chain = w.schedule.chain(k)
@@ -649,26 +709,31 @@ def _cuda_core_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: 
     width = _strip_width(w, parts, n, rows, into is not None and w.split_sums)
     strips, across = rows * n // width, n // width
     share = split_sum(w, strips, min(w.dims(a)[-1] for a, _ in parts)) if into is not None else 1
-    with w.block(f"for (int t = threadIdx.x; t < {strips * share}; t += {w.threads})"):
-        w.line(f"const int strip = t / {share}, part = t % {share};  // consecutive threads: consecutive terms"
-               if share > 1 else "const int strip = t;")
+    total = strips * share
+    loop = (_split_rounds(w, total, share, "strip") if share > 1
+            else w.block(f"for (int strip = threadIdx.x; strip < {strips}; strip += {w.threads})"))
+    with loop:
         w.line(f"const int m = strip / {across}, n0 = strip % {across} * {width};" if across > 1
                else "const int m = strip, n0 = 0;")
         w.line(f"float sum[{width}] = {{}};")
-        for a, b in parts:
-            head = (f"for (int kk = part; kk < {w.dims(a)[-1]}; kk += {share})" if share > 1
-                    else f"for (int kk = 0; kk < {w.dims(a)[-1]}; ++kk)")
-            with w.block(head):
-                w.line(f"const float x = {w.ld_at(a, f'm * {w.pitch(a)} + kk')};")
-                _strip_products(w, b, width)
-        w.line("#pragma unroll")
-        with w.block(f"for (int j = 0; j < {width}; ++j)"):
-            w.line(f"const int idx = m * {n} + n0 + j;")
-            if share > 1:
-                w.line(f"atomicAdd(&acc{into}[idx], sum[j]);  // accum_no_red; the K sum split over {share} threads")
-            else:
-                w.line("float v = sum[j];")
-                w.epilogue(k)
+        with w.block(f"if (t < {total})") if share > 1 and total % w.threads else nullcontext():
+            for a, b in parts:
+                head = (f"for (int kk = part; kk < {w.dims(a)[-1]}; kk += {share})" if share > 1
+                        else f"for (int kk = 0; kk < {w.dims(a)[-1]}; ++kk)")
+                with w.block(head):
+                    w.line(f"const float x = {w.ld_at(a, f'm * {w.pitch(a)} + kk')};")
+                    _strip_products(w, b, width)
+        guard, how = _combine(w, share, "sum", width, total) if share > 1 else ("", "")
+        with w.block(f"if ({guard})") if guard else nullcontext():
+            w.line("#pragma unroll")
+            with w.block(f"for (int j = 0; j < {width}; ++j)"):
+                w.line(f"const int idx = m * {n} + n0 + j;")
+                if share > 1:
+                    note = f"accum_no_red; the K sum split over {share} threads"
+                    w.line(_add(f"acc{into}[idx]", "sum[j]", how, note))
+                else:
+                    w.line("float v = sum[j];")
+                    w.epilogue(k)
     return True
 
 
@@ -820,13 +885,16 @@ def emit_accumulate(w: KernelWriter, k: int) -> None:
     n = w.dims(x)[-1]
     outputs = w.bg.tensors[out].numel
     if node.op in (Op.ACCUM_SUM, Op.ACCUM_MEAN, Op.ACCUM_RMS) and (share := split_sum(w, outputs, n)) > 1:
-        with w.block(f"for (int t = threadIdx.x; t < {outputs * share}; t += {w.threads})"):
-            w.line(f"const int idx = t / {share}, part = t % {share};  // consecutive threads: consecutive terms")
+        total = outputs * share
+        with _split_rounds(w, total, share, "idx"):
             e = w.ld_at(x, f"idx * {w.pitch(x)} + j")
-            w.line("float c = 0.f;")
-            w.line(f"for (int j = part; j < {n}; j += {share}) {{ const float e = {e}; "
-                   f"c += {'e * e' if node.op is Op.ACCUM_RMS else 'e'}; }}")
-            w.line(f"atomicAdd(&acc{k}[idx], c);  // the row sum split over {share} threads")
+            w.line("float c[1] = {};")
+            with w.block(f"if (t < {total})") if total % w.threads else nullcontext():
+                w.line(f"for (int j = part; j < {n}; j += {share}) {{ const float e = {e}; "
+                       f"c[0] += {'e * e' if node.op is Op.ACCUM_RMS else 'e'}; }}")
+            guard, how = _combine(w, share, "c", 1, total)
+            with w.block(f"if ({guard})"):
+                w.line(_add(f"acc{k}[idx]", "c[0]", how, f"the row sum split over {share} threads"))
         return
     with w.for_each(outputs):
         if node.op in (Op.ACCUM_NO_RED, Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_MAX):

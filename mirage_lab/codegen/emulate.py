@@ -50,7 +50,7 @@ GXX_FLAGS = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-fno-strict-a
 NUMPY_DTYPES: dict[DType, type[np.floating]] = {DType.FLOAT16: np.float16, DType.FLOAT32: np.float32}
 #: the generator's one shared-memory declaration; rewritten to the per-block buffer of the shim
 SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(\d+\)\s+char\s+smem\[\];")
-KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+\))? (\w+)\(')
+KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+(?:, \d+)?\))? (\w+)\(')
 
 SHIM = r"""
 #include <atomic>
@@ -68,7 +68,7 @@ SHIM = r"""
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __align__(n) alignas(n)
 
@@ -180,6 +180,25 @@ static void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, flo
     if (owned(e, M * N)) p[(e / N) * ldm + e % N] = f.x[e];
 }
 }}  // namespace nvcuda::wmma
+
+// Warp sums (the generator's mirage_warp_sum, a shuffle butterfly on a GPU): every lane publishes its
+// values, every thread of the block waits, each lane sums its group's in a fixed order, and all wait again
+// before the slots are reused. The generator calls it where every thread does, equally often. Two barriers
+// per call instead of two per shuffle: the butterfly's barriers made the emulation ~10x slower.
+#define MIRAGE_LAB_WARP_SUM
+static float mirage_exchange[1024 * 16];
+template <int N, int W> static void mirage_warp_sum(float (&v)[N]) {
+  static_assert(N <= 16 && W <= 32 && (W & (W - 1)) == 0, "up to 16 values, groups of a power of two lanes");
+  const unsigned t = threadIdx.x, first = t & ~(unsigned)(W - 1);
+  for (int j = 0; j < N; ++j) mirage_exchange[t * 16 + j] = v[j];
+  __syncthreads();
+  for (int j = 0; j < N; ++j) {
+    float s = 0.f;
+    for (unsigned l = 0; l < (unsigned)W; ++l) s += mirage_exchange[(first + l) * 16 + j];
+    v[j] = s;
+  }
+  __syncthreads();
+}
 
 static void mirage_fiber_main() { mirage_kernel(mirage_args); mirage_finished = true; }  // then uc_link
 

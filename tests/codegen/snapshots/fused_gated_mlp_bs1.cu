@@ -9,6 +9,17 @@ __device__ __forceinline__ float mirage_sigmoid(float x) { return 1.f / (1.f + e
 __device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoid(x); }
 __device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
 #endif
+#ifndef MIRAGE_LAB_WARP_SUM  // the CPU emulation brings its own: one exchange instead of one per step
+#define MIRAGE_LAB_WARP_SUM
+// v[j] summed over each aligned group of W lanes (W a power of two, at most 32); every lane of the warp calls it
+template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&v)[N]) {
+  #pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
+  }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,

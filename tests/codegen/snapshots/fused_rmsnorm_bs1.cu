@@ -7,8 +7,19 @@ __device__ __forceinline__ float mirage_sigmoid(float x) { return 1.f / (1.f + e
 __device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoid(x); }
 __device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
 #endif
+#ifndef MIRAGE_LAB_WARP_SUM  // the CPU emulation brings its own: one exchange instead of one per step
+#define MIRAGE_LAB_WARP_SUM
+// v[j] summed over each aligned group of W lanes (W a power of two, at most 32); every lane of the warp calls it
+template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&v)[N]) {
+  #pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
+  }
+}
+#endif
 
-extern "C" __global__ void __launch_bounds__(128) mirage_k2(
+extern "C" __global__ void __launch_bounds__(128, 2) mirage_k2(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
@@ -105,34 +116,44 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s2 = accum_rms(s0)
     {
-      for (int t = threadIdx.x; t < 128; t += 128) {
+      {
+        const int t = threadIdx.x;
         const int idx = t / 64, part = t % 64;  // consecutive threads: consecutive terms
-        float c = 0.f;
-        for (int j = part; j < 128; j += 64) { const float e = __half2float(s0[idx * 136 + j]); c += e * e; }
-        atomicAdd(&acc2[idx], c);  // the row sum split over 64 threads
+        float c[1] = {};
+        for (int j = part; j < 128; j += 64) { const float e = __half2float(s0[idx * 136 + j]); c[0] += e * e; }
+        mirage_warp_sum<1, 32>(c);  // the partial sums of 32 lanes, in registers
+        if (threadIdx.x % 32 == 0 && t < 128) {
+          atomicAdd(&acc2[idx], c[0]);  // the row sum split over 64 threads
+        }
       }
     }
     // s3 = matmul(s0, s1)
     {
-      for (int t = threadIdx.x; t < 126; t += 128) {
-        const int strip = t / 21, part = t % 21;  // consecutive threads: consecutive terms
+      {
+        const int t = threadIdx.x;
+        const int strip = t / 16, part = t % 16;  // consecutive threads: consecutive terms
         const int m = strip / 3, n0 = strip % 3 * 8;
         float sum[8] = {};
-        for (int kk = part; kk < 128; kk += 21) {
-          const float x = __half2float(s0[m * 136 + kk]);
-          const uint4 y = *reinterpret_cast<const uint4*>(&s1[kk * 24 + n0]);
-          const __half2* h = reinterpret_cast<const __half2*>(&y);
-          #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const float2 f = __half22float2(h[j]);
-            sum[2 * j] += x * f.x;
-            sum[2 * j + 1] += x * f.y;
+        if (t < 96) {
+          for (int kk = part; kk < 128; kk += 16) {
+            const float x = __half2float(s0[m * 136 + kk]);
+            const uint4 y = *reinterpret_cast<const uint4*>(&s1[kk * 24 + n0]);
+            const __half2* h = reinterpret_cast<const __half2*>(&y);
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const float2 f = __half22float2(h[j]);
+              sum[2 * j] += x * f.x;
+              sum[2 * j + 1] += x * f.y;
+            }
           }
         }
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int idx = m * 24 + n0 + j;
-          atomicAdd(&acc4[idx], sum[j]);  // accum_no_red; the K sum split over 21 threads
+        mirage_warp_sum<8, 16>(sum);  // the partial sums of 16 lanes, in registers
+        if (part == 0 && t < 96) {
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int idx = m * 24 + n0 + j;
+            acc4[idx] += sum[j];  // accum_no_red; the K sum split over 16 threads
+          }
         }
       }
     }

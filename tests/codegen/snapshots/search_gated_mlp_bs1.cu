@@ -7,8 +7,19 @@ __device__ __forceinline__ float mirage_sigmoid(float x) { return 1.f / (1.f + e
 __device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoid(x); }
 __device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
 #endif
+#ifndef MIRAGE_LAB_WARP_SUM  // the CPU emulation brings its own: one exchange instead of one per step
+#define MIRAGE_LAB_WARP_SUM
+// v[j] summed over each aligned group of W lanes (W a power of two, at most 32); every lane of the warp calls it
+template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&v)[N]) {
+  #pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
+  }
+}
+#endif
 
-extern "C" __global__ void __launch_bounds__(128) mirage_k3(
+extern "C" __global__ void __launch_bounds__(128, 4) mirage_k3(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     const __half* __restrict__ in2,
@@ -116,7 +127,8 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     }
     // s3 = matmul(s0, s1)
     {
-      for (int t = threadIdx.x; t < 128; t += 128) {
+      {
+        const int t = threadIdx.x;
         const int strip = t / 16, part = t % 16;  // consecutive threads: consecutive terms
         const int m = strip, n0 = 0;
         float sum[8] = {};
@@ -131,16 +143,20 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
             sum[2 * j + 1] += x * f.y;
           }
         }
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int idx = m * 8 + n0 + j;
-          atomicAdd(&acc5[idx], sum[j]);  // accum_no_red; the K sum split over 16 threads
+        mirage_warp_sum<8, 16>(sum);  // the partial sums of 16 lanes, in registers
+        if (part == 0 && t < 128) {
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int idx = m * 8 + n0 + j;
+            acc5[idx] += sum[j];  // accum_no_red; the K sum split over 16 threads
+          }
         }
       }
     }
     // s4 = matmul(s0, s2)
     {
-      for (int t = threadIdx.x; t < 128; t += 128) {
+      {
+        const int t = threadIdx.x;
         const int strip = t / 16, part = t % 16;  // consecutive threads: consecutive terms
         const int m = strip, n0 = 0;
         float sum[8] = {};
@@ -155,10 +171,13 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
             sum[2 * j + 1] += x * f.y;
           }
         }
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int idx = m * 8 + n0 + j;
-          atomicAdd(&acc6[idx], sum[j]);  // accum_no_red; the K sum split over 16 threads
+        mirage_warp_sum<8, 16>(sum);  // the partial sums of 16 lanes, in registers
+        if (part == 0 && t < 128) {
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int idx = m * 8 + n0 + j;
+            acc6[idx] += sum[j];  // accum_no_red; the K sum split over 16 threads
+          }
         }
       }
     }

@@ -9,6 +9,17 @@ __device__ __forceinline__ float mirage_sigmoid(float x) { return 1.f / (1.f + e
 __device__ __forceinline__ float mirage_silu(float x) { return x * mirage_sigmoid(x); }
 __device__ __forceinline__ float mirage_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
 #endif
+#ifndef MIRAGE_LAB_WARP_SUM  // the CPU emulation brings its own: one exchange instead of one per step
+#define MIRAGE_LAB_WARP_SUM
+// v[j] summed over each aligned group of W lanes (W a power of two, at most 32); every lane of the warp calls it
+template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&v)[N]) {
+  #pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
+  }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,
@@ -120,11 +131,15 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     __syncthreads();  // next stage reads this one
     // s5 = accum_sum(s4)
     {
-      for (int t = threadIdx.x; t < 128; t += 128) {
+      {
+        const int t = threadIdx.x;
         const int idx = t / 8, part = t % 8;  // consecutive threads: consecutive terms
-        float c = 0.f;
-        for (int j = part; j < 256; j += 8) { const float e = __half2float(s4[idx * 264 + j]); c += e; }
-        atomicAdd(&acc5[idx], c);  // the row sum split over 8 threads
+        float c[1] = {};
+        for (int j = part; j < 256; j += 8) { const float e = __half2float(s4[idx * 264 + j]); c[0] += e; }
+        mirage_warp_sum<1, 8>(c);  // the partial sums of 8 lanes, in registers
+        if (part == 0 && t < 128) {
+          acc5[idx] += c[0];  // the row sum split over 8 threads
+        }
       }
     }
     // s6 = matmul(s4, s2)
