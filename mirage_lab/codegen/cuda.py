@@ -645,7 +645,7 @@ def emit_binary(w: KernelWriter, k: int) -> None:
 
 def split_sum(w: KernelWriter, outputs: int, length: int) -> int:
     """Threads per output of a sum over ``length`` terms: when the outputs leave at least half the block idle,
-    the idle threads each take a strided share of the terms (``_split_rounds``). A power of two when warp
+    the idle threads each take a strided share of the terms (``_split_block``). A power of two when warp
     shuffles combine the shares (whole warps), so that a share's threads are an aligned group of lanes."""
     share = min(w.threads // outputs, length)
     if share < 2 or not w.split_sums:
@@ -654,7 +654,7 @@ def split_sum(w: KernelWriter, outputs: int, length: int) -> int:
 
 
 @contextmanager
-def _split_rounds(w: KernelWriter, total: int, share: int, name: str) -> Iterator[None]:
+def _split_block(w: KernelWriter, total: int, share: int, name: str) -> Iterator[None]:
     """The body of a split sum over ``total`` = outputs × ``share`` ≤ threads: declares ``t``, ``<name>`` (the
     output) and ``part``. Every thread runs it (``t < total`` guards the work, not the block), so that all
     lanes meet the warp shuffles of ``_combine``."""
@@ -710,7 +710,7 @@ def _cuda_core_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: 
     strips, across = rows * n // width, n // width
     share = split_sum(w, strips, min(w.dims(a)[-1] for a, _ in parts)) if into is not None else 1
     total = strips * share
-    loop = (_split_rounds(w, total, share, "strip") if share > 1
+    loop = (_split_block(w, total, share, "strip") if share > 1
             else w.block(f"for (int strip = threadIdx.x; strip < {strips}; strip += {w.threads})"))
     with loop:
         w.line(f"const int m = strip / {across}, n0 = strip % {across} * {width};" if across > 1
@@ -886,7 +886,7 @@ def emit_accumulate(w: KernelWriter, k: int) -> None:
     outputs = w.bg.tensors[out].numel
     if node.op in (Op.ACCUM_SUM, Op.ACCUM_MEAN, Op.ACCUM_RMS) and (share := split_sum(w, outputs, n)) > 1:
         total = outputs * share
-        with _split_rounds(w, total, share, "idx"):
+        with _split_block(w, total, share, "idx"):
             e = w.ld_at(x, f"idx * {w.pitch(x)} + j")
             w.line("float c[1] = {};")
             with w.block(f"if (t < {total})") if total % w.threads else nullcontext():
