@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import re
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ import pandas as pd
 import mirage_lab as ml
 from mirage_lab.bench import fused
 from mirage_lab.codegen import PLAIN, CodegenOptions, plan_cuda
-from mirage_lab.codegen.compile import nvcc_available, nvcc_ptx
+from mirage_lab.codegen.compile import nvcc_available, nvcc_path, nvcc_ptx
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import HARDWARE
 
@@ -88,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ptxas for {args.arch}; blocks/SM and waves on the H200 preset ({HARDWARE['H200'].sms} SMs)\n")
     print(pd.DataFrame(table).to_string(index=False))
     if args.json:
-        Path(args.json).write_text(json.dumps({"arch": args.arch, "rows": table}, indent=1) + "\n")
+        version = subprocess.run([nvcc_path() or "nvcc", "--version"], capture_output=True, text=True).stdout
+        nvcc = version.strip().splitlines()[-1] if version.strip() else "unknown"
+        Path(args.json).write_text(json.dumps({"arch": args.arch, "nvcc": nvcc, "rows": table}, indent=1) + "\n")
     return 0
 
 
