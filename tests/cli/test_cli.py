@@ -75,6 +75,15 @@ def test_codegen_prints_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     assert "__global__" in capsys.readouterr().out
 
 
+def test_codegen_flags_turn_the_options_off(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["codegen", "fused:gqa"]) == 0
+    default = capsys.readouterr().out
+    assert main(["codegen", "fused:gqa", "--no-tensor-cores", "--no-padding", "--no-prefetch", "--no-split"]) == 0
+    plain = capsys.readouterr().out
+    assert "wmma::mma_sync" in default and "* 72 +" in default  # tensor cores, padded 64-wide Q rows
+    assert plain == ml.generate_cuda(ml.bench.fused.FUSED["gqa"](1), ml.codegen.PLAIN)
+
+
 def test_bench_on_the_cpu_writes_a_labelled_table(tmp_path: Path) -> None:
     assert main(["bench", "--cpu", "--programs", "lora", "--batches", "1", "--repeats", "1",
                  "--out", str(tmp_path)]) == 0
