@@ -32,13 +32,11 @@ from mirage_lab.bench.harness import (
     random_inputs,
     relative_error,
 )
-from mirage_lab.codegen.cuda import PLAIN
+from mirage_lab.codegen.cuda import PLAIN, CodegenOptions, generate_cuda
 from mirage_lab.errors import InputError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
-from mirage_lab.optimize.layout import choose_layouts
 from mirage_lab.optimize.ranking import rank_correlation
-from mirage_lab.optimize.tensor_cores import mma_matmuls
 
 #: the best μGraph each benchmark search found, in a checkout (``benchmarks/search.py --save-best``)
 SEARCH_BEST_DIR = Path(__file__).resolve().parents[2] / "data" / "search_best"
@@ -148,16 +146,16 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
             record("unfused", partial(run.unfused_cupy, program), proxy_cost(program, hw).seconds * 1e6)
             if name in fused.FUSED:
                 g = fused.FUSED[name](batch)
-                record("fused", partial(run.compile, g), proxy_cost(g, hw).seconds * 1e6)
-                # the codegen ablation (codegen.cuda): without the register prefetch, without tensor cores
-                # (where a matmul would use them), and the plain loops (all three off)
                 proxy = proxy_cost(g, hw).seconds * 1e6
+                record("fused", partial(run.compile, g), proxy)
+                # the codegen ablation (codegen.cuda): without the register prefetch; without tensor cores,
+                # and without padding, where that changes the generated source; then all off (plain loops)
                 record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy)
-                if any(mma_matmuls(bg) for bg in g.block_graphs):
-                    record("fused (no tensor cores)", partial(run.compile, g, tensor_cores=False), proxy)
-                if any(choose_layouts(bg, mma_matmuls(bg)) != choose_layouts(bg, {}, padding=False)
-                       for bg in g.block_graphs):
-                    record("fused (no padding)", partial(run.compile, g, padding=False), proxy)
+                default = generate_cuda(g)
+                for option in ("tensor_cores", "padding"):
+                    off = CodegenOptions(**{option: False})
+                    if generate_cuda(g, off) != default:
+                        record(f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy)
                 record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy)
             best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
             if best is not None and best.is_file():
