@@ -31,6 +31,7 @@ from mirage_lab.codegen import PLAIN, CodegenOptions, plan_cuda
 from mirage_lab.codegen.compile import nvcc_available, nvcc_path, nvcc_ptx
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import HARDWARE
+from mirage_lab.optimize.occupancy import BlockResources, occupancy
 
 ROOT = Path(__file__).resolve().parents[1]
 SEARCH_BEST = ROOT / "data" / "search_best"
@@ -63,15 +64,13 @@ def rows(arch: str, variants: list[str], only: str = "") -> list[dict[str, Any]]
             for launch in plan_cuda(g, options).launches:
                 res = resources[launch.name]
                 bounds = re.search(rf"__launch_bounds__\(([\d, ]+)\) {launch.name}\(", source)
-                per_warp = -(-res.registers * 32 // hw.reg_alloc_unit) * hw.reg_alloc_unit
-                by_regs = hw.regs_per_sm // (per_warp * (launch.threads // 32))
-                by_smem = hw.smem_per_sm // (launch.smem_bytes + hw.smem_reserved_per_block)
+                occ = occupancy(BlockResources(launch.threads, res.registers, launch.smem_bytes, "ptxas"), hw)
                 blocks = math.prod(launch.grid)
-                per_sm = max(min(by_regs, by_smem, hw.max_blocks_per_sm), 1)
                 out.append({"graph": label, "variant": variant, "kernel": launch.name, "blocks": blocks,
                             "smem B": launch.smem_bytes, "launch_bounds": bounds.group(1) if bounds else "",
-                            "registers": res.registers, "spill B": res.spill_bytes, "blocks/SM": per_sm,
-                            "waves": round(blocks / (per_sm * hw.sms), 2)})
+                            "registers": res.registers, "spill B": res.spill_bytes,
+                            "blocks/SM": occ.blocks_per_sm, "limiter": occ.limiter,
+                            "waves": round(blocks / (occ.blocks_per_sm * hw.sms), 2) if occ.fits else None})
     return out
 
 

@@ -56,6 +56,7 @@ from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
 from mirage_lab.optimize.hardware import HARDWARE
 from mirage_lab.optimize.layout import TileLayout, choose_layouts
 from mirage_lab.optimize.memory import SmemPlan, plan_shared_memory
+from mirage_lab.optimize.occupancy import BlockResources, occupancy
 from mirage_lab.optimize.schedule import BlockSchedule, schedule_block_graph
 from mirage_lab.optimize.tensor_cores import MMA_ALIGN, WARP, MmaTiling, mma_matmuls
 
@@ -456,9 +457,8 @@ class KernelWriter:
         SM as put the whole grid in one wave on the largest target (``WAVE_TARGET``), where shared memory
         allows it and it leaves at least ``MIN_REGISTERS`` a thread."""
         hw = WAVE_TARGET
-        blocks = min(-(-math.prod(self.bg.grid) // hw.sms),
-                     hw.smem_per_sm // (self.plan.peak + hw.smem_reserved_per_block),
-                     hw.regs_per_sm // (self.threads * MIN_REGISTERS))
+        room = occupancy(BlockResources(self.threads, MIN_REGISTERS, self.plan.peak), hw).blocks_per_sm
+        blocks = min(-(-math.prod(self.bg.grid) // hw.sms), room)
         return f"__launch_bounds__({self.threads}, {blocks})" if blocks > 1 else f"__launch_bounds__({self.threads})"
 
     def emit(self, k: int, note: str = "", fetch: str | None = None, store: bool = False) -> None:
