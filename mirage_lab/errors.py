@@ -41,3 +41,19 @@ class FormatError(MirageError, ValueError):
 
 class InputError(MirageError, ValueError):
     """Arrays passed to the interpreter do not match the graph's inputs."""
+
+
+class ArgumentError(MirageError, TypeError):
+    """A public function got an unknown or mistyped keyword, or an argument of the wrong kind."""
+
+
+class PathError(InputError):
+    """A path is of the wrong kind (a directory where a file belongs, or the reverse), missing or unwritable."""
+
+
+class RunFolderError(MirageError, RuntimeError):
+    """A run folder is held by another search, was edited since it was written, or cannot be written."""
+
+
+class CacheError(MirageError, RuntimeError):
+    """A private cache directory is not ours (another owner, or open to other users) and cannot be made safe."""
