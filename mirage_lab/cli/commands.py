@@ -8,7 +8,6 @@ Each command takes graphs as text (``sources.py``: a benchmark name, ``fused:NAM
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,21 +28,18 @@ PRESET_OF_BENCHMARK = {"lora": "lora", "gqa": "attention", "mqa": "attention", "
 
 def config_for(source: Source, preset_name: str | None, settings: list[str]) -> Any:
     """The SearchConfig: ``preset_name`` (default: the benchmark's, else "default") with ``KEY=VALUE`` settings,
-    each VALUE read as JSON when it parses (``forloop_ranges=[4,16]``, ``pruning=false``) and as text otherwise."""
+    each VALUE read by its setting's rule (``search/settings.py``): ``forloop_ranges=[4,16]``, ``pruning=false``."""
     from mirage_lab.search.config import SearchConfig, preset
 
     base = preset(preset_name or PRESET_OF_BENCHMARK.get(source.benchmark or "", "mlp" if source.benchmark
                                                          else "default"))
-    changes: dict[str, Any] = {}
+    changes: dict[str, str] = {}
     for item in settings:
         key, eq, value = item.partition("=")
-        if not eq or not key:
+        if not eq or not key.strip():
             raise InputError(f"--set {item!r}: expected KEY=VALUE, e.g. --set forloop_ranges=[4,16]")
-        try:
-            changes[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            changes[key.strip()] = value
-    return SearchConfig.from_json({**base.to_dict(), **changes}) if changes else base
+        changes[key.strip()] = value
+    return SearchConfig.from_settings(base, changes) if changes else base
 
 
 def executor_for(spec: str) -> Any:

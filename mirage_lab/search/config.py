@@ -17,10 +17,13 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, fields
-from typing import Any, get_type_hints
+from typing import Any
 
-from mirage_lab.errors import InputError
+from mirage_lab.absexpr.engines import ENGINES
+from mirage_lab.errors import ArgumentError, InputError, MirageError
 from mirage_lab.ir.ops import Op
+from mirage_lab.ir.tensor import MAX_RANK
+from mirage_lab.search.settings import Bool, Choice, Int, Many, Optional, Real, Rule, Text, check, closest
 
 Triple = tuple[int, int, int]
 
@@ -34,6 +37,8 @@ PAPER_BLOCK_OPS = ("matmul", "exp", "silu", "add", "mul", "div", "rms_norm", "ac
                    "accum_rms")
 
 CUSTOMIZED_INPUTS = ("reference", "subsets")
+PRESET_NAMES = ("default", "mlp", "attention", "lora", "reference", "reference_mlp", "reference_attention",
+                "reference_lora")
 ORDERS = ("reference", "off", "semantic")
 
 
@@ -97,6 +102,7 @@ class SearchConfig:
         _validate(self)
 
     def replace(self, **changes: Any) -> SearchConfig:
+        _known(changes, ArgumentError)
         return dataclasses.replace(self, **changes)
 
     # ---- JSON
@@ -108,19 +114,25 @@ class SearchConfig:
 
     @classmethod
     def from_json(cls, text: str | dict[str, Any]) -> SearchConfig:
-        """Read a config written by ``to_json``; unknown keys and wrong types are errors that name the key."""
+        """Read a config written by ``to_json``; unknown keys and values of the wrong type or range are errors
+        that name the setting, the value and what it accepts."""
         try:
             data = json.loads(text) if isinstance(text, str) else dict(text)
         except json.JSONDecodeError as e:
             raise InputError(f"search config is not valid JSON ({e})") from None
+        except (TypeError, ValueError):
+            raise InputError(f"a search config is a JSON text or a dict, got {type(text).__name__}") from None
         if not isinstance(data, dict):
             raise InputError("a search config must be a JSON object of settings")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown search setting(s) {unknown}; the settings are {sorted(known)}")
-        hints = get_type_hints(cls)
-        return cls(**{k: _typed(k, v, hints[k]) for k, v in data.items()})
+        _known(data, InputError)
+        return cls(**data)
+
+    @classmethod
+    def from_settings(cls, base: SearchConfig, settings: dict[str, str]) -> SearchConfig:
+        """``base`` with command-line texts (``--set KEY=VALUE``) read by each setting's rule: booleans are
+        true / false in any case, numbers finite, lists JSON."""
+        _known(settings, InputError)
+        return base.replace(**{k: RULES[k].parse(v) for k, v in settings.items()})
 
     def hash(self) -> str:
         """sha256 of the canonical JSON of everything that can change the result."""
@@ -142,53 +154,50 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _typed(key: str, value: Any, hint: Any) -> Any:
-    """JSON lists back to tuples, checking the shape against the field's type."""
-    text = str(hint)
-    if value is None:
-        if "None" not in text:
-            raise InputError(f"setting {key!r} cannot be null")
-        return None
-    if text.startswith("tuple") or "tuple[" in text:
-        if not isinstance(value, list):
-            raise InputError(f"setting {key!r} must be a list, got {type(value).__name__}")
-        return _tuples(value)
-    return value
-
-
 def _tuples(v: Any) -> Any:
     return tuple(_tuples(x) for x in v) if isinstance(v, list | tuple) else v
 
 
+def _known(settings: dict[str, Any], error: type[MirageError]) -> None:
+    names = [f.name for f in fields(SearchConfig)]
+    for key in settings:
+        if key not in names:
+            raise error(f"unknown search setting {key!r}{closest(key, names)}; the settings are {', '.join(names)}")
+
+
+def _rules() -> dict[str, Rule]:
+    """Every setting's accepted values (``settings.py``); a test checks that each field has one."""
+    pos, count = Int(1), Int(0)
+    axis = Int(-1, MAX_RANK - 1)  # a map entry: a tensor dim, or -1 for none
+    ops = Choice(tuple(op.value for op in Op))
+    triple = Many(Int(1), 3)
+    rules: dict[str, Rule] = {name: pos for name in (
+        "max_kernel_ops", "max_block_ops", "max_block_outputs", "max_block_inputs", "reduction_dimx", "min_blocks",
+        "max_blocks", "smem_budget", "trials")}
+    rules |= {name: Bool() for name in (
+        "attention_3d_first", "attention", "lora", "normalise_imaps", "randomized_branches", "dedupe_kernel_states",
+        "final_kernel_checks", "index_checks", "pruning", "expression_precheck")}
+    rules |= {
+        "preset": Choice(PRESET_NAMES), "max_customized": count, "seed": count, "notes": Text(),
+        "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True),
+        "clamp_bounds": Many(Real(), 2), "forloop_ranges": Many(pos, nonempty=True), "grids": Many(triple),
+        "grid_divisors": Many(pos), "attention_grids_yz": Many(Many(pos, 2)),
+        "imaps": Optional(Many(Many(Many(axis, 3), nonempty=True))), "omaps": Many(Many(axis, 3)),
+        "fmaps": Optional(Many(Many(axis, nonempty=True))),
+        "customized_inputs": Choice(CUSTOMIZED_INPUTS), "order": Choice(ORDERS), "oracle_engine": Choice(ENGINES),
+        "time_limit_s": Optional(Real(positive=True)), "state_limit": Optional(pos), "result_limit": Optional(pos),
+    }
+    return rules
+
+
 def _validate(c: SearchConfig) -> None:
-    ints = {"max_kernel_ops": 1, "max_block_ops": 1, "max_customized": 0, "max_block_outputs": 1,
-            "max_block_inputs": 1, "reduction_dimx": 1, "min_blocks": 1, "max_blocks": 1, "smem_budget": 1,
-            "trials": 0, "seed": 0}
-    for name, low in ints.items():
-        v = getattr(c, name)
-        if not isinstance(v, int) or isinstance(v, bool) or v < low:
-            raise InputError(f"SearchConfig.{name} must be an integer ≥ {low}, got {v!r}")
-    for name, allowed in (("customized_inputs", CUSTOMIZED_INPUTS), ("order", ORDERS)):
-        if getattr(c, name) not in allowed:
-            raise InputError(f"SearchConfig.{name} must be one of {allowed}, got {getattr(c, name)!r}")
-    ops = {op.value for op in Op}
-    for name in ("kernel_ops", "block_ops"):
-        bad = [o for o in getattr(c, name) if o not in ops]
-        if bad:
-            raise InputError(f"SearchConfig.{name}: unknown op(s) {bad}; ops are named as in ml.ir.ops.Op "
-                             "(e.g. 'matmul', 'accum_no_red')")
-    if any(not isinstance(f, int) or f < 1 for f in c.forloop_ranges):
-        raise InputError(f"SearchConfig.forloop_ranges must be integers ≥ 1, got {c.forloop_ranges}")
-    for g in c.grids + c.omaps:
-        if len(g) != 3:
-            raise InputError(f"grids and omaps are (x, y, z) triples, got {g}")
-    for yz in c.attention_grids_yz:
-        if len(yz) != 2 or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in yz):
-            raise InputError(f"attention_grids_yz holds (y, z) pairs of block counts ≥ 1, got {yz}")
-    for name in ("time_limit_s", "state_limit", "result_limit"):
-        v = getattr(c, name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
-            raise InputError(f"SearchConfig.{name} must be positive or None, got {v!r}")
+    for f in fields(c):
+        check(f.name, getattr(c, f.name), RULES[f.name])
+    if c.min_blocks > c.max_blocks:
+        raise InputError(f"SearchConfig.min_blocks ({c.min_blocks}) must be ≤ max_blocks ({c.max_blocks})")
+    low, high = c.clamp_bounds
+    if low > high:
+        raise InputError(f"SearchConfig.clamp_bounds must be (low, high) with low ≤ high, got {c.clamp_bounds}")
 
 
 def _presets() -> dict[str, SearchConfig]:
@@ -213,18 +222,16 @@ def _presets() -> dict[str, SearchConfig]:
     return out
 
 
+RULES: dict[str, Rule] = _rules()
 PRESETS: dict[str, SearchConfig] = _presets()
 
 
 def preset(name: str = "default", **overrides: Any) -> SearchConfig:
     """A preset, with any field overridden: ``preset("attention", max_kernel_ops=7, time_limit_s=600)``."""
-    if name not in PRESETS:
-        raise InputError(f"unknown search preset {name!r}; choose one of {sorted(PRESETS)}")
-    bad = sorted(set(overrides) - {f.name for f in fields(SearchConfig)})
-    if bad:
-        raise InputError(f"unknown search setting(s) {bad}; the settings are "
-                         f"{sorted(f.name for f in fields(SearchConfig))}")
-    return dataclasses.replace(PRESETS[name], **overrides)
+    if not isinstance(name, str) or name not in PRESETS:
+        raise InputError(f"unknown search preset {name!r}{closest(str(name), PRESET_NAMES)}; choose one of "
+                         f"{', '.join(PRESET_NAMES)}")
+    return PRESETS[name].replace(**overrides)
 
 
 __all__ = ["PRESETS", "SearchConfig", "preset"]
