@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from mirage_lab.errors import InputError
+from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.estimate import CostEstimate
@@ -27,7 +28,7 @@ __all__ = ["LEVELS", "ROOFLINE_COLUMNS", "roofline_figure", "roofline_frame"]
 LEVELS = {"dram": "dram_bytes_per_s", "l2": "l2_bytes_per_s", "smem": "smem_bytes_per_s"}
 ROOFLINE_COLUMNS = ("graph", "kernel", "node", "level", "op", "shape", "dram_bytes", "l2_bytes", "smem_bytes",
                     "tensor_flops", "vector_flops", "flops", "est_us", "bound", "hardware")
-Graphish: TypeAlias = KernelGraph | BlockGraph | CostEstimate
+Graphish: TypeAlias = KernelGraph | KernelGraphBuilder | BlockGraph | CostEstimate
 
 
 def _estimates(graphs: Graphish | Mapping[str, Graphish], hardware: str) -> dict[str, CostEstimate]:
@@ -39,10 +40,10 @@ def _estimates(graphs: Graphish | Mapping[str, Graphish], hardware: str) -> dict
     for label, g in items.items():
         if isinstance(g, CostEstimate):
             out[str(label)] = g
-        elif isinstance(g, KernelGraph | BlockGraph):
+        elif isinstance(g, KernelGraph | KernelGraphBuilder | BlockGraph):
             out[str(label)] = proxy_cost(g, hw)
         else:
-            raise InputError(f"roofline entry {label!r} is a {type(g).__name__}; pass a KernelGraph, BlockGraph "
+            raise InputError(f"roofline entry {label!r} is a {type(g).__name__}; pass a kernel graph or builder, a BlockGraph "
                              "or CostEstimate (proxy_cost(graph, hardware))")
     return out
 

@@ -100,6 +100,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mirage_lab.errors import ArgumentError
+from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor
 from mirage_lab.ir.ops import Kind, Op
 from mirage_lab.ir.tensor import TensorType
@@ -327,7 +329,7 @@ def _customized_cost(index: int, bg: BlockGraph, inputs: Sequence[int] | None, h
 # --------------------------------------------------------------------------- entry point
 
 
-def proxy_cost(graph: KernelGraph | BlockGraph, hardware: str | Hardware = "H100", *,
+def proxy_cost(graph: KernelGraph | KernelGraphBuilder | BlockGraph, hardware: str | Hardware = "H100", *,
                occupancy: bool = True, resources: Mapping[int, BlockResources] | None = None) -> CostEstimate:
     """The proxy cost of a μGraph (rules in the module docstring); always ``kind == "proxy"``.
 
@@ -339,6 +341,8 @@ def proxy_cost(graph: KernelGraph | BlockGraph, hardware: str | Hardware = "H100
     hw = get_hardware(hardware)
     given = dict(resources or {})
     kernels: list[KernelCost] = []
+    if isinstance(graph, KernelGraphBuilder):
+        graph = graph.freeze()
     if isinstance(graph, BlockGraph):
         kernels.append(_customized_cost(0, graph, None, hw, occupancy, given.get(0)))
     elif isinstance(graph, KernelGraph):
@@ -350,7 +354,8 @@ def proxy_cost(graph: KernelGraph | BlockGraph, hardware: str | Hardware = "H100
             else:
                 kernels.append(_library_cost(i, node, graph, hw))
     else:
-        raise TypeError(f"proxy_cost expects a KernelGraph or BlockGraph, got {type(graph).__name__}")
+        raise ArgumentError(f"proxy_cost expects a kernel graph (or its builder) or a BlockGraph, got "
+                            f"{type(graph).__name__}")
     per_kernel = tuple(kernels)
     return CostEstimate(
         seconds=math.fsum(k.seconds for k in per_kernel),
