@@ -43,8 +43,8 @@ def _estimates(graphs: Graphish | Mapping[str, Graphish], hardware: str) -> dict
         elif isinstance(g, KernelGraph | KernelGraphBuilder | BlockGraph):
             out[str(label)] = proxy_cost(g, hw)
         else:
-            raise InputError(f"roofline entry {label!r} is a {type(g).__name__}; pass a kernel graph or builder, a BlockGraph "
-                             "or CostEstimate (proxy_cost(graph, hardware))")
+            raise InputError(f"roofline entry {label!r} is a {type(g).__name__}; pass a kernel graph or builder, "
+                             "a BlockGraph or a CostEstimate (proxy_cost(graph, hardware))")
     return out
 
 
