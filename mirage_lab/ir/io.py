@@ -8,6 +8,7 @@ code. Nothing is ``eval``-ed or unpickled; sizes and nesting are bounded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mirage_lab.errors import FormatError, MirageError
+from mirage_lab.errors import FormatError, MirageError, PathError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
@@ -24,6 +25,7 @@ from mirage_lab.ir.ops import ACCUM_KEY, Kind, Level, Op
 from mirage_lab.ir.smem import UNCHECKED
 from mirage_lab.ir.tensor import TensorType
 from mirage_lab.ir.validate import check_dims
+from mirage_lab.paths import input_file, reading, writing
 
 FORMAT = "mirage-lab/mugraph"
 VERSION = 1
@@ -93,17 +95,21 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Pat
     """Write ``text`` (a string, or lines streamed one by one) to a temporary file beside ``path``, then
     rename it into place."""
     p = Path(path)
+    if p.is_dir():
+        raise PathError(f"{p} is a directory; name a file to write (e.g. {p / 'graph.json'})")
     # unique per writer: two processes may write the same file (e.g. one candidate found twice)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "w") as f:
+        with writing(p), open(tmp, "w") as f:
             if isinstance(text, str):
                 f.write(text)
             else:
                 f.writelines(text)
-        os.replace(tmp, p)
+        with writing(p):
+            os.replace(tmp, p)
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
     return p
 
 
@@ -112,15 +118,16 @@ def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Pat
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file with bounded size; every failure is a FormatError naming the file."""
-    p = Path(path)
+    p = input_file(path, "JSON file")
     try:
         size = p.stat().st_size
     except OSError as e:
-        raise FormatError(f"cannot read {p}: {e.strerror}") from None
+        raise PathError(f"cannot read {p}: {e.strerror}") from None
     if size > MAX_FILE_BYTES:
         raise FormatError(f"{p} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for μGraph files")
     try:
-        return json.loads(p.read_bytes())
+        with reading(p):
+            return json.loads(p.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise FormatError(f"{p} is not valid JSON ({e}); was the file truncated? Re-save it") from None
     except (RecursionError, ValueError) as e:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mirage_lab as ml
-from mirage_lab.errors import FormatError
+from mirage_lab.errors import FormatError, PathError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint, loads_reference_checkpoint
 from mirage_lab.ir.checkpoint_export import dumps_reference_checkpoint, save_reference_checkpoint
 from mirage_lab.ir.graph import KernelGraph
@@ -588,7 +588,7 @@ def test_shared_memory_limit_is_applied(tmp_path: Path, reference_dir: Path) -> 
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(FormatError, match="cannot read"):
+    with pytest.raises(PathError, match="absent.json does not exist"):
         load_reference_checkpoint(tmp_path / "absent.json")
 
 

@@ -22,6 +22,7 @@ from mirage_lab.errors import (
     InputError,
     MapError,
     MirageError,
+    PathError,
     PhaseError,
     ResourceError,
     ShapeError,
@@ -692,7 +693,7 @@ def _(tmp: Path) -> Any:
     return ml.load(path)
 
 
-@case("json-missing-file", FormatError, "cannot read", "absent.json")
+@case("json-missing-file", PathError, "does not exist", "absent.json")
 def _(tmp: Path) -> Any:
     return ml.load(tmp / "absent.json")
 
@@ -807,7 +808,7 @@ def test_table_is_large_and_covers_every_error_class() -> None:
     assert len(CASES) >= 40
     used = {p.values[1] for p in CASES}
     assert used == {ShapeError, MapError, PhaseError, ResourceError, GraphError, UnsupportedOpError,
-                    FormatError, InputError}
+                    FormatError, InputError, PathError}
     ids = [p.id for p in CASES]
     assert len(ids) == len(set(ids)), "case ids must be unique"
 

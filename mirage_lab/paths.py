@@ -1,0 +1,91 @@
+"""Paths a user names: checked before anything is read or written, so that a directory where a file belongs,
+a file where a directory belongs, a missing file or an unwritable place is one clear ``PathError`` naming
+the path and the fix, never an ``OSError`` traceback from deep inside.
+
+"Unwritable" is decided by trying (creating the directory, then a probe file), not by the mode bits:
+root ignores modes, and a path below a regular file is unwritable for everyone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from mirage_lab.errors import PathError
+
+
+def input_file(path: str | os.PathLike[str], what: str = "file") -> Path:
+    """An existing regular file to read."""
+    p = Path(path)
+    if p.is_dir():
+        raise PathError(f"{p} is a directory, but a {what} is expected here; name a file inside it")
+    if not p.exists():
+        raise PathError(f"{p} does not exist; check the {what}'s path")
+    if not p.is_file():
+        raise PathError(f"{p} is not a regular file; name a {what}")
+    return p
+
+
+def input_dir(path: str | os.PathLike[str], what: str = "directory") -> Path:
+    """An existing directory to read."""
+    p = Path(path)
+    if p.is_file():
+        raise PathError(f"{p} is a file, but a {what} is expected here; name its folder instead")
+    if not p.is_dir():
+        raise PathError(f"{p} does not exist; check the {what}'s path")
+    return p
+
+
+def output_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+    """A directory to write into, created (with its parents) when missing, and checked writable."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise PathError(f"{p} is a file, but it should be the {what}; name a directory (or remove the file)")
+    _blocking_file(p, what)
+    with writing(p, what):
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".mirage-lab-probe-{uuid.uuid4().hex[:8]}"
+        probe.touch()
+        probe.unlink()
+    return p
+
+
+def output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
+    """A file to (over)write: not a directory, and its folder exists (created when missing) and is writable."""
+    p = Path(path)
+    if p.is_dir():
+        raise PathError(f"{p} is a directory, but it should be the {what}; name a file (e.g. {p / 'out'}…)")
+    output_dir(p.parent if str(p.parent) else ".", f"folder of the {what}")
+    return p
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str], what: str = "file") -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into a ``PathError`` that names it and says why."""
+    try:
+        yield
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise PathError(f"cannot write the {what} {path}: {reason}; choose a writable place") from None
+
+
+@contextlib.contextmanager
+def reading(path: str | os.PathLike[str], what: str = "file") -> Iterator[None]:
+    """Turn an ``OSError`` while reading ``path`` into a ``PathError`` that names it and says why."""
+    try:
+        yield
+    except OSError as e:
+        raise PathError(f"cannot read the {what} {path}: {e.strerror or type(e).__name__}") from None
+
+
+def _blocking_file(p: Path, what: str) -> None:
+    """A regular file among ``p``'s ancestors makes it unwritable for everyone, root included: say which."""
+    for parent in p.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise PathError(f"cannot use {p} as the {what}: {parent} is a file, not a directory; choose "
+                                "another place")
+            return
