@@ -588,7 +588,7 @@ def test_shared_memory_limit_is_applied(tmp_path: Path, reference_dir: Path) -> 
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(PathError, match="absent.json does not exist"):
+    with pytest.raises(PathError, match=r"absent\.json does not exist"):
         load_reference_checkpoint(tmp_path / "absent.json")
 
 
