@@ -26,17 +26,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from mirage_lab.cache import HashedStore
 from mirage_lab.codegen.compile import CompileError
 from mirage_lab.codegen.cuda import CodegenOptions, CudaProgram, KernelLaunch, codegen_options, generate_cuda, plan_cuda
 from mirage_lab.codegen.run import evaluate_library
@@ -316,35 +314,48 @@ class EmulationError(MirageError, RuntimeError):
 
 
 _LOADED: dict[str, ctypes.CDLL] = {}
+#: g++-built libraries, each loaded only when its sha256 matches the record written when we built it
+STORE = HashedStore("emulate")
 
 
 def build_library(source: str) -> ctypes.CDLL:
-    """g++-compile the CPU form of a generated ``source`` into a shared library (cached by source hash)."""
+    """g++-compile the CPU form of a generated ``source`` into a shared library, cached by source hash in the
+    per-user private cache (``mirage_lab.cache``): a cached library is loaded only when its sha256 matches the one
+    recorded when we built it; a planted, tampered or unrecorded one is rebuilt, never loaded."""
     text = cpu_source(source)
-    key = hashlib.sha256((text + " ".join(GXX_FLAGS)).encode()).hexdigest()[:24]
+    key = _library_key(text)
     if key in _LOADED:
         return _LOADED[key]
     gxx = gxx_path()
     if gxx is None:
         raise MirageError("g++ not found on PATH; the CPU emulation of generated CUDA needs g++ >= 12 "
                           "(C++20 <barrier>, _Float16): apt-get install g++")
-    cache = Path(tempfile.gettempdir()) / "mirage_lab_emulate"
-    cache.mkdir(exist_ok=True)
-    lib = cache / f"{key}.so"
-    if not lib.exists():
-        src = cache / f"{key}.cpp"
-        src.write_text(text)
-        tmp = cache / f"{key}.{os.getpid()}.tmp.so"  # rename into place: concurrent builds never see half a file
-        proc = subprocess.run([gxx, *GXX_FLAGS, "-o", str(tmp), str(src)],
-                              capture_output=True, text=True, timeout=300, check=False)
-        if proc.returncode != 0:
-            raise CompileError(f"g++ failed on the CPU form of {_kernels_in_log(text, proc.stderr)} "
-                               f"({src}):\n{proc.stderr.strip()[-4000:]}")
-        tmp.replace(lib)
+    name = f"{key}.so"
+    lib = STORE.load(name)
+    if lib is None:
+        with STORE.scratch() as tmp:
+            src, out = tmp / f"{key}.cpp", tmp / name
+            src.write_text(text)
+            proc = subprocess.run([gxx, *GXX_FLAGS, "-o", str(out), str(src)],
+                                  capture_output=True, text=True, timeout=300, check=False)
+            if proc.returncode != 0:
+                kept = STORE.keep(f"{key}.cpp", text)  # for the reader of the error; never compiled from there
+                raise CompileError(f"g++ failed on the CPU form of {_kernels_in_log(text, proc.stderr)} "
+                                   f"({kept}):\n{proc.stderr.strip()[-4000:]}")
+            lib = STORE.save(name, out)
     loaded = ctypes.CDLL(str(lib))
     loaded.mirage_last_error.restype = ctypes.c_char_p
     _LOADED[key] = loaded
     return loaded
+
+
+def _library_key(text: str) -> str:
+    return hashlib.sha256((text + " ".join(GXX_FLAGS)).encode()).hexdigest()[:24]
+
+
+def library_file(source: str) -> str:
+    """The name under which ``build_library(source)`` caches its library."""
+    return f"{_library_key(cpu_source(source))}.so"
 
 
 def _kernels_in_log(text: str, log: str) -> str:
