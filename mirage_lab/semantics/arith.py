@@ -16,10 +16,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mirage_lab.errors import InputError
 from mirage_lab.semantics.backend import array_module, to_numpy
 from mirage_lab.semantics.fold import fold_plan
 
 Axes = int | tuple[int, ...]
+FLOAT_DTYPES = ("float64", "float32", "float16")
 
 
 class NumberSystem(Protocol):
@@ -27,6 +29,7 @@ class NumberSystem(Protocol):
 
     name: str
     xp: ModuleType
+    element_bytes: int  # memory per tensor element (both residues for a field)
 
     def from_host(self, a: Any) -> Any: ...
     def to_host(self, v: Any) -> Any: ...
@@ -78,7 +81,15 @@ class FloatArith:
 
     def __init__(self, backend: str | None = None, dtype: str = "float64") -> None:
         self.xp = array_module(backend)
-        self.dtype = self.xp.dtype(dtype)
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = None
+        if name not in FLOAT_DTYPES:
+            raise InputError(f"dtype must be one of {', '.join(FLOAT_DTYPES)} (the interpreter's float arithmetic), "
+                             f"got {dtype!r}")
+        self.dtype = self.xp.dtype(name)
+        self.element_bytes = self.dtype.itemsize
         self.name = f"float:{self.dtype.name}:{self.xp.__name__}"
 
     def __repr__(self) -> str:

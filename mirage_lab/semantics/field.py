@@ -132,6 +132,7 @@ class FieldArith:
         self.field = field
         self.xp: ModuleType = array_module(backend)
         self.name = f"field:{field.p}:{field.q}:{self.xp.__name__}"
+        self.element_bytes = 16  # an int64 residue mod p and one mod q
         self._tables: tuple[Any, Any] | None = None
 
     def __repr__(self) -> str:

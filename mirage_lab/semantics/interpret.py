@@ -22,6 +22,7 @@ from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor
 from mirage_lab.ir.ops import EvalArgs, Kind, Op
 from mirage_lab.ir.thread import derive_thread_graphs
 from mirage_lab.semantics.arith import FloatArith, NumberSystem
+from mirage_lab.semantics.footprint import memory_guard, require_memory
 
 F_AXIS = 3  # index of the iteration axis in block-level values
 LEAD = 4  # grid x, y, z and the iteration axis
@@ -37,8 +38,11 @@ def interpret(graph: Any, inputs: Sequence[Any], *, backend: str | None = None, 
     g = as_graph(graph)
     ns = ns or FloatArith(backend, dtype)
     check_inputs(g, inputs)
-    outs = run_kernel_graph(g, [ns.from_host(a) for a in inputs], ns)
-    return [ns.to_host(v) for v in outs] if to_host else outs
+    if ns.xp is np:
+        require_memory(g, ns.element_bytes, "interpreting this graph")
+    with memory_guard("interpreting this graph"):
+        outs = run_kernel_graph(g, [ns.from_host(a) for a in inputs], ns)
+        return [ns.to_host(v) for v in outs] if to_host else outs
 
 
 def check_inputs(g: KernelGraph, inputs: Sequence[Any]) -> None:

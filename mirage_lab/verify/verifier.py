@@ -25,6 +25,7 @@ from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.semantics.arith import FloatArith
 from mirage_lab.semantics.field import DEFAULT_FIELD, REFERENCE_FIELD, FieldArith, FieldSpec, FieldValue
+from mirage_lab.semantics.footprint import memory_guard, require_memory
 from mirage_lab.semantics.interpret import run_kernel_graph
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
@@ -61,8 +62,7 @@ class Verifier:
         self.reference = as_graph(reference)
         if parity is not None:  # the reference's exact procedure: one deterministic test over (167, 83)
             field, trials, float_check = REFERENCE_FIELD, 1, False
-        if trials < 0:
-            raise InputError(f"trials must be ≥ 0, got {trials}")
+        _check_settings(trials, seed, field, float_check, parity)
         self.trials, self.seed, self.field, self.parity = trials, seed, field, parity
         self.ns = FieldArith(field, backend)
         self.backend = backend
@@ -106,12 +106,19 @@ class Verifier:
 
     # -- checking -------------------------------------------------------------------------------
     def check(self, candidate: Any) -> VerificationResult:
-        start = time.perf_counter()
         cand = as_graph(candidate)
         if cand.input_types != self.reference.input_types:
             raise InputError("the candidate's inputs differ from the reference's: "
                              f"{[str(t) for t in cand.input_types]} vs {[str(t) for t in self.reference.input_types]}; "
                              "both graphs must take the same tensors in the same order")
+        if self.ns.xp is np:
+            for g in (self.reference, cand):
+                require_memory(g, self.ns.element_bytes, "verifying over the finite field")
+        with memory_guard("verifying over the finite field"):
+            return self._check(cand)
+
+    def _check(self, cand: KernelGraph) -> VerificationResult:
+        start = time.perf_counter()
         before = self._program_seconds
         heur = sorted(self.ref_heuristic | heuristic_ops(cand))
         unsupported = unsupported_ops(cand) | unsupported_ops(self.reference)
@@ -224,6 +231,19 @@ class Verifier:
         passed = worst <= FLOAT_RTOL
         return FloatCheck(True, passed, worst, f"max rel err {worst:.1e} vs tolerance {FLOAT_RTOL:.0e}",
                           None if passed else witness)
+
+
+def _check_settings(trials: Any, seed: Any, field: Any, float_check: Any, parity: Any) -> None:
+    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
+        raise InputError(f"trials must be an integer ≥ 0 (0: the float64 check alone), got {trials!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed must be an integer ≥ 0, got {seed!r}")
+    if not isinstance(field, FieldSpec):
+        raise InputError(f"field must be a FieldSpec (e.g. mirage_lab.semantics.field.DEFAULT_FIELD), got {field!r}")
+    if float_check not in (True, False, "auto"):
+        raise InputError(f"float_check must be True, False or 'auto', got {float_check!r}")
+    if parity not in (None, "older", "current"):
+        raise InputError(f"parity must be None, 'older' or 'current', got {parity!r}")
 
 
 def verify(candidate: Any, reference: Any, *, trials: int = 3, seed: int = 0, field: FieldSpec = DEFAULT_FIELD,

@@ -1,0 +1,109 @@
+"""Host memory: how much running a graph needs at least, how much this machine has, and a clear
+``ResourceError`` instead of numpy's allocation failure (``verify rmsnorm:1000000000`` once ended in an
+``ArrayMemoryError`` traceback asking for 59.6 TiB).
+
+The estimate is a lower bound, so it never refuses work that would fit: every program input and the
+largest value the interpreter computes are alive together. It is checked before anything is allocated;
+a ``MemoryError`` that still happens later (the bound is loose) is turned into the same kind of error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from mirage_lab.errors import ResourceError
+from mirage_lab.ir.graph import BlockGraph, KernelGraph
+from mirage_lab.ir.ops import Op
+
+
+def available_bytes() -> int | None:
+    """Memory this process can still get: the smaller of the kernel's MemAvailable and the cgroup's room.
+    None where neither can be read (then nothing is refused in advance)."""
+    limits = [v for v in (_meminfo_available(), _cgroup_room()) if v is not None]
+    return min(limits) if limits else None
+
+
+def peak_elements(g: KernelGraph) -> int:
+    """A lower bound on the elements alive at once when the interpreter runs ``g``: all inputs, plus the
+    largest value it computes (a kernel-level tensor, or a block graph's value over every block and
+    iteration, as the vectorised interpreter holds it)."""
+    inputs = sum(math.prod(t.dims) for t in g.input_types)
+    largest = 0
+    for node in g.nodes:
+        if node.op is Op.INPUT:
+            continue
+        largest = max(largest, *(math.prod(g.tensors[t].dims) for t in node.outputs))
+        if node.body is not None:
+            largest = max(largest, _block_peak(node.body))
+    return inputs + largest
+
+
+def _block_peak(bg: BlockGraph) -> int:
+    blocks = math.prod(bg.grid)
+    peak = 0
+    for node in bg.nodes:
+        if node.op in (Op.INPUT, Op.OUTPUT):  # loaders are views, savers write the kernel-level output
+            continue
+        for t in node.outputs:
+            tile = bg.tensors[t]
+            peak = max(peak, math.prod(tile.dims) * blocks * (1 if tile.post_loop else bg.forloop_range))
+    return peak
+
+
+def require_memory(g: KernelGraph, element_bytes: int, what: str) -> None:
+    """Refuse, before allocating, work on ``g`` that cannot fit in this machine's memory."""
+    need = peak_elements(g) * element_bytes
+    have = available_bytes()
+    if have is not None and need > have:
+        raise ResourceError(f"{what} needs at least {_size(need)} of memory (the inputs and the largest tensor, "
+                            f"{element_bytes} bytes an element) but {_size(have)} is available; use smaller "
+                            "shapes (a smaller batch), or a machine with more memory")
+
+
+@contextlib.contextmanager
+def memory_guard(what: str) -> Iterator[None]:
+    """A ``MemoryError`` inside becomes a ``ResourceError`` that says what ran out and what is available."""
+    try:
+        yield
+    except MemoryError as e:
+        have = available_bytes()
+        room = f"; {_size(have)} is available" if have is not None else ""
+        raise ResourceError(f"{what} ran out of memory ({e}{room}); use smaller shapes or a machine with more "
+                            "memory") from None
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cgroup_room() -> int | None:
+    """cgroup v2's memory.max minus memory.current, when a limit is set."""
+    base = Path("/sys/fs/cgroup")
+    try:
+        limit = (base / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return max(0, int(limit) - int((base / "memory.current").read_text()))
+    except (OSError, ValueError):
+        return None
