@@ -57,7 +57,7 @@ def output_file(path: str | os.PathLike[str], what: str = "output file") -> Path
     """A file to (over)write: not a directory, and its folder exists (created when missing) and is writable."""
     p = Path(path)
     if p.is_dir():
-        raise PathError(f"{p} is a directory, but it should be the {what}; name a file (e.g. {p / 'out'}…)")
+        raise PathError(f"{p} is a directory, but it should be the {what}; name a file (inside it, or elsewhere)")
     output_dir(p.parent if str(p.parent) else ".", f"folder of the {what}")
     return p
 

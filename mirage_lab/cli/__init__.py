@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from mirage_lab.bench.programs import PROGRAMS
 from mirage_lab.cli import commands, demo
-from mirage_lab.cli.sources import FORMS
+from mirage_lab.cli.argument_types import Parser, UsageError, count, positive_int, positive_seconds, tolerance
+from mirage_lab.cli.sources import FORMS, ProgramFileError
 from mirage_lab.errors import MirageError
 
 GRAPH_HELP = f"GRAPH: {FORMS}"
@@ -29,13 +30,13 @@ def _demo_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="superoptimize a benchmark, check and time the others; write a report")
     p.add_argument("--out", default="reports/demo", help="report folder (default: reports/demo)")
     p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
-    p.add_argument("--per-file", type=int, default=3, help="graphs checked per checkpoint (0 = all)")
-    p.add_argument("--tol", type=float, default=1e-4, help="relative error counted as a match")
-    p.add_argument("--repeats", type=int, default=3, help="timing repeats (median reported)")
+    p.add_argument("--per-file", type=count, default=3, help="graphs checked per checkpoint (0 = all)")
+    p.add_argument("--tol", type=tolerance, default=1e-4, help="relative error counted as a match")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timing repeats (median reported)")
     p.add_argument("--search", default="rmsnorm:1", help="the program to superoptimize, a GRAPH (default rmsnorm:1)")
     p.add_argument("--preset", help="search preset (default: the benchmark's)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a search setting (repeatable)")
-    p.add_argument("--search-time", type=float, default=600.0, help="time limit of that search, seconds")
+    p.add_argument("--search-time", type=positive_seconds, default=600.0, help="time limit of that search, seconds")
     p.add_argument("--no-search", action="store_true", help="skip the superoptimization")
     p.add_argument("--programs", nargs="*", choices=list(PROGRAMS), help="benchmarks in the fused-vs-unfused table")
     p.set_defaults(func=demo.demo)
@@ -49,12 +50,13 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
                    "benchmark's, else default)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a search setting, VALUE as JSON "
                    "(repeatable): --set forloop_ranges=[4,16] --set pruning=false")
-    p.add_argument("--time-limit", type=float, help="seconds; an interrupted search resumes from its run folder")
+    p.add_argument("--time-limit", type=positive_seconds,
+                   help="seconds; an interrupted search resumes from its run folder")
     p.add_argument("--executor", default="process", help="process (all cores), serial, or dask:ADDRESS")
     p.add_argument("--runs", default="runs", help="root of the run folders, the search's cache (default ./runs)")
     p.add_argument("--out", help="write best.json and ranking.csv here (default: the run folder)")
     p.add_argument("--html", help="also write the run's static HTML report to this file")
-    p.add_argument("--top", type=int, default=10, help="ranked μGraphs to print")
+    p.add_argument("--top", type=positive_int, default=10, help="ranked μGraphs to print")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=commands.search)
 
@@ -64,8 +66,8 @@ def _verify_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=GRAPH_HELP)
     p.add_argument("candidate", help="the μGraph to check (a GRAPH)")
     p.add_argument("--against", help="the program (a GRAPH; default: the benchmark or run it came from)")
-    p.add_argument("--trials", type=int, default=3, help="independent random trials (default 3)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trials", type=count, default=3, help="independent random trials (default 3)")
+    p.add_argument("--seed", type=count, default=0)
     p.set_defaults(func=commands.verify)
 
 
@@ -88,10 +90,10 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="time the benchmark programs, unfused and fused (GPU, else the interpreter)")
     p.add_argument("--programs", nargs="*", default=["rmsnorm", "gated_mlp"], choices=list(PROGRAMS))
-    p.add_argument("--batches", nargs="*", type=int, default=[1])
+    p.add_argument("--batches", nargs="*", type=positive_int, default=[1])
     p.add_argument("--hardware", choices=["A100", "H100", "H200"], help="the cost model's preset for proxy_us")
-    p.add_argument("--repeats", type=int, default=None, help="timed runs (default 200 on a GPU, 3 on the CPU)")
-    p.add_argument("--max-graphs", type=int, default=4, help="reference μGraphs timed per checkpoint (GPU)")
+    p.add_argument("--repeats", type=positive_int, default=None, help="timed runs (default 200 on a GPU, 3 on the CPU)")
+    p.add_argument("--max-graphs", type=positive_int, default=4, help="reference μGraphs timed per checkpoint (GPU)")
     p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
     p.add_argument("--cpu", action="store_true", help="time the interpreter even when a GPU is present")
     p.add_argument("--out", help="write <hardware>.csv here (data/timings for the notebooks' plots)")
@@ -107,7 +109,7 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mirage-lab", description=__doc__.splitlines()[0],
+    p = Parser(prog="mirage-lab", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:9]))
     sub = p.add_subparsers(dest="command", required=True)
@@ -117,11 +119,21 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as e:
+        print(f"mirage-lab: error: {e}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args))
     except MirageError as e:
+        if isinstance(e, ProgramFileError) and e.user_traceback:
+            print(e.user_traceback, file=sys.stderr)
         print(f"mirage-lab: error: {e}", file=sys.stderr)
+        return 2
+    except MemoryError as e:
+        print(f"mirage-lab: error: out of memory ({e}); use smaller shapes or a machine with more memory",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mirage-lab: interrupted (a search keeps its finished tasks; run it again to resume)", file=sys.stderr)

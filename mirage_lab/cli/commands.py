@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mirage_lab.cli.sources import Source, resolve
 from mirage_lab.errors import InputError
+from mirage_lab.ir.io import write_atomic
+from mirage_lab.paths import output_dir, output_file, writing
 
 if TYPE_CHECKING:
     from mirage_lab.codegen import CodegenOptions
@@ -57,6 +58,9 @@ def search(args: argparse.Namespace) -> int:
     from mirage_lab.ir.io import save
     from mirage_lab.search.runner import superoptimize
 
+    output_dir(args.runs, "root of the run folders (--runs)")
+    out_dir = output_dir(args.out, "--out folder") if args.out else None
+    html = output_file(args.html, "HTML report (--html)") if args.html else None
     source = resolve(args.program)
     config = config_for(source, args.preset, args.set or [])
     if args.time_limit is not None:
@@ -73,15 +77,15 @@ def search(args: argparse.Namespace) -> int:
         return 0
     print(res.to_frame().head(args.top).to_string(index=False))
     print(f"\nthe best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")
-    out = Path(args.out) if args.out else res.run_dir
+    out = out_dir or res.run_dir
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
         print(f"\nbest μGraph saved to {save(res.best.graph, out / 'best.json')}")
-        res.to_frame().to_csv(out / "ranking.csv", index=False)
-    if args.html and res.run_dir is not None:
+        with writing(out / "ranking.csv", "ranking"):
+            res.to_frame().to_csv(out / "ranking.csv", index=False)
+    if html is not None and res.run_dir is not None:
         from mirage_lab.cli.demo import html_report
 
-        print(f"HTML report: {html_report(res.run_dir, Path(args.html), progress=not args.quiet)}")
+        print(f"HTML report: {html_report(res.run_dir, html, progress=not args.quiet)}")
     return 0
 
 
@@ -107,14 +111,14 @@ def verify(args: argparse.Namespace) -> int:
 def codegen(args: argparse.Namespace) -> int:
     from mirage_lab.codegen import CodegenOptions, generate_cuda, plan_cuda
 
+    out = output_file(args.out, "CUDA source (--out)") if args.out else None
     source = resolve(args.graph)
     options = CodegenOptions(prefetch=not args.no_prefetch, split_sums=not args.no_split,
                              tensor_cores=not args.no_tensor_cores, padding=not args.no_padding)
     cuda = generate_cuda(source.graph, options)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(cuda)
-        print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {args.out}")
+    if out is not None:
+        write_atomic(out, cuda)
+        print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {out}")
         print(plan_cuda(source.graph, options), flush=True)
     else:
         sys.stdout.write(cuda)
@@ -153,6 +157,7 @@ def _emulate(source: Source, cuda: str, options: CodegenOptions) -> None:
 def bench(args: argparse.Namespace) -> int:
     from mirage_lab.bench import timing
 
+    out = output_dir(args.out, "--out folder") if args.out else None
     mods = None if args.cpu else timing.gpu_modules()
     if mods is None or isinstance(mods, str):
         if isinstance(mods, str):
@@ -168,11 +173,10 @@ def bench(args: argparse.Namespace) -> int:
                                   reference_dir=args.reference_dir)
     df = timing.with_speedups(pd.DataFrame(rows))
     print(df.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:
         name = "".join(c if c.isalnum() or c in "._-" else "_" for c in hw_label).strip("_")
-        df.to_csv(out / f"{name}.csv", index=False)
+        with writing(out / f"{name}.csv", "timing table"):
+            df.to_csv(out / f"{name}.csv", index=False)
         print(f"wrote {out / f'{name}.csv'}; proxy_us is the cost model's estimate, median_us a measurement")
     return 0
 

@@ -26,6 +26,7 @@ from mirage_lab.bench.timing import measure_cpu, with_speedups
 from mirage_lab.cli.sources import resolve
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
+from mirage_lab.paths import input_dir, output_dir, output_file
 from mirage_lab.semantics.interpret import interpret
 
 #: batch sizes of the fused-vs-unfused table (the attention and RMSNorm graphs are the batch-sensitive ones)
@@ -59,7 +60,7 @@ def checkpoint_rows(ref_dir: Path, per_file: int, tol: float) -> list[dict[str, 
 
 def write_tables(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
     """report.md, report.json and one CSV per table."""
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out, "report folder")
     lines = ["# mirage-lab demo report", "", f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}.", ""]
     for title, df in sections.items():
         slug = "".join(c if c.isalnum() else "_" for c in title.lower())
@@ -99,14 +100,14 @@ def html_report(run_dir: Path, out: Path, reverify: bool = False, **kw: Any) -> 
 
 
 def report(args: argparse.Namespace) -> int:
-    out = Path(args.html) if args.html else Path(args.run) / "report.html"
-    print(f"report written to {html_report(Path(args.run), out, args.reverify)}")
+    run = input_dir(args.run, "run folder")
+    out = output_file(args.html if args.html else run / "report.html", "HTML report")
+    print(f"report written to {html_report(run, out, args.reverify)}")
     return 0
 
 
 def demo(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(args.out, "report folder (--out)")
     sections, run_dir = ({}, None) if args.no_search else run_search(args, out)
     sections["Fused vs unfused (numpy interpreter, CPU)"] = fused_frame(args.programs or list(fused.FUSED),
                                                                         args.repeats)

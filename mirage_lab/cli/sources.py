@@ -8,25 +8,38 @@
                                 then ``graph``), a KernelGraph, a builder, or a function returning one
     runs/<program>-<config>[#i] a finished search's run folder: its i-th ranked μGraph (default the best)
 
-A ``.py`` file is run as Python — it is the user's own program, as with ``python program.py`` — while
-JSON files are only ever parsed, never executed.
+A ``.py`` file is run as Python — it is the user's own program, as with ``python program.py``, and the
+command says so in one line before running it — while JSON files are only ever parsed, never executed.
+An error in the file shows the traceback of the user's own code, then one line.
 """
 
 from __future__ import annotations
 
 import runpy
+import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mirage_lab.bench import fused, programs
-from mirage_lab.errors import InputError
-from mirage_lab.ir.builder import as_graph
+from mirage_lab.errors import InputError, MirageError, PathError
+from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import loads_doc, read_json
 
 FORMS = ("a benchmark name[:batch] (" + ", ".join(programs.PROGRAMS) + "), fused:NAME[:batch], a .json "
          "μGraph or reference checkpoint [#index], a .py file [#variable], or a run folder [#rank]")
+
+
+class ProgramFileError(InputError):
+    """A program file (``GRAPH`` given as ``.py``) raised: the message, and the traceback of the user's own code,
+    which the command line prints before the one-line error."""
+
+    def __init__(self, message: str, user_traceback: str) -> None:
+        super().__init__(message)
+        self.user_traceback = user_traceback
 
 
 @dataclass(frozen=True)
@@ -95,8 +108,6 @@ def _index(selector: str, count: int, what: str) -> int:
 
 
 def _from_json(path: Path, selector: str) -> Source:
-    if not path.is_file():
-        raise InputError(f"{path} does not exist")
     doc = read_json(path)
     graphs = load_reference_checkpoint(path) if isinstance(doc, list) else loads_doc(doc, str(path))
     if not graphs:
@@ -109,11 +120,10 @@ def _from_json(path: Path, selector: str) -> Source:
 
 def _from_python(path: Path, name: str | None) -> Source:
     if not path.is_file():
-        raise InputError(f"{path} does not exist")
-    try:
-        namespace = runpy.run_path(str(path), run_name="__mirage_lab_program__")
-    except Exception as e:
-        raise InputError(f"running {path} failed ({type(e).__name__}: {e}); fix the program file") from e
+        raise PathError(f"{path} does not exist" if not path.exists() else f"{path} is not a regular file")
+    print(f"mirage-lab: running {path} as Python to build its graph (your code; name only files you trust)",
+          file=sys.stderr, flush=True)
+    namespace = _run_program_file(path)
     names = [name] if name else ["program", "graph"]
     found = next((n for n in names if n in namespace), None)
     if found is None:
@@ -121,11 +131,44 @@ def _from_python(path: Path, name: str | None) -> Source:
                          f"(a KernelGraph, a builder, or a function returning one), or name it with {path}#NAME")
     value = namespace[found]
     if callable(value) and not hasattr(value, "freeze"):
-        value = value()
+        value = _call_program_function(path, found, value)
+    if not isinstance(value, KernelGraph | KernelGraphBuilder):
+        raise InputError(f"{path}: {found!r} is a {type(value).__name__}, not a kernel graph; assign it "
+                         "ml.new_kernel_graph()'s builder, a KernelGraph, or a function returning one")
+    return Source(as_graph(value), path.stem if found == "program" else f"{path.stem}_{found}")
+
+
+def _run_program_file(path: Path) -> dict[str, Any]:
+    """Run the user's file; its own errors come back as a ProgramFileError carrying its traceback."""
     try:
-        return Source(as_graph(value), path.stem if found == "program" else f"{path.stem}_{found}")
+        return runpy.run_path(str(path), run_name="__mirage_lab_program__")
+    except SystemExit as e:
+        raise InputError(f"{path} called sys.exit({e.code!r}) while it was run for its graph; a program file "
+                         "only builds a graph: remove the exit (or guard it with if __name__ == '__main__')") from None
+    except MirageError as e:
+        raise ProgramFileError(f"{path} raised {type(e).__name__}: {e}", _user_traceback(e, path)) from None
     except Exception as e:
-        raise InputError(f"{path}: {found!r} is not a kernel graph ({e})") from None
+        raise ProgramFileError(f"running {path} failed ({type(e).__name__}: {e}); fix the program file",
+                               _user_traceback(e, path)) from None
+
+
+def _call_program_function(path: Path, name: str, fn: Any) -> Any:
+    try:
+        return fn()
+    except MirageError as e:
+        raise ProgramFileError(f"{path}: {name}() raised {type(e).__name__}: {e}", _user_traceback(e, path)) from None
+    except Exception as e:
+        raise ProgramFileError(f"{path}: calling {name}() failed ({type(e).__name__}: {e}); fix the program file",
+                               _user_traceback(e, path)) from None
+
+
+def _user_traceback(e: BaseException, path: Path) -> str:
+    """The traceback from the first frame in the user's file on (ours, runpy's, are not theirs to read)."""
+    tb = e.__traceback__
+    target = str(path.resolve())
+    while tb is not None and str(Path(tb.tb_frame.f_code.co_filename).resolve()) != target:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(e), e, tb)).rstrip()
 
 
 def _from_run(path: Path, selector: str) -> Source:
