@@ -55,3 +55,18 @@ __all__ = [
     "timing_figure",
     "timing_frame",
 ]
+
+
+def _check_arguments() -> None:
+    """A mistyped keyword to any view is an ArgumentError naming it (``mirage_lab.arguments``)."""
+    import inspect
+
+    from mirage_lab.arguments import checked, checked_methods
+
+    namespace = globals()
+    for name in __all__:
+        value = namespace[name]
+        namespace[name] = checked_methods(value) if inspect.isclass(value) else checked(value)
+
+
+_check_arguments()

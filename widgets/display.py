@@ -25,3 +25,19 @@ class LiveOrStatic:
         except ImportError:  # ipywidgets is the ``lab`` extra
             return data
         return {**view._repr_mimebundle_(), **data}
+
+
+def check_widget_options(widget_class: Any, options: dict[str, Any]) -> None:
+    """Extra keywords of an anywidget view go to ipywidgets as traits (``layout=…``); traitlets would only warn
+    about a mistyped one, so name it here instead."""
+    import difflib
+
+    from mirage_lab.errors import ArgumentError
+
+    traits = widget_class.class_trait_names()
+    for key in options:
+        if key not in traits:
+            match = difflib.get_close_matches(key, ["graph", "run", "engine", "progress", *traits], n=1)
+            hint = f" (did you mean {match[0]!r}?)" if match else ""
+            raise ArgumentError(f"{widget_class.__name__}() got unknown keyword argument {key!r}{hint}; extra "
+                                "keywords are ipywidgets traits such as layout=")

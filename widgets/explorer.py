@@ -16,6 +16,7 @@ import anywidget
 import traitlets
 
 from mirage_lab.widgets import draw
+from mirage_lab.widgets.display import check_widget_options
 from mirage_lab.widgets.event_index import LABELS
 from mirage_lab.widgets.explorer_state import ExplorerState, colour
 from mirage_lab.widgets.svg import render_svg
@@ -40,6 +41,7 @@ class SearchExplorer(anywidget.AnyWidget):
     message = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, run: Any, engine: str = "auto", progress: bool = True, **kw: Any) -> None:
+        check_widget_options(type(self), kw)
         super().__init__(**kw)
         self.state = ExplorerState(run, progress=progress)
         self.engine = engine

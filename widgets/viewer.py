@@ -15,6 +15,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from mirage_lab.widgets.display import check_widget_options
 from mirage_lab.widgets.graph_view import GraphView
 
 STATIC = Path(__file__).parent / "static"
@@ -43,6 +44,7 @@ class MuGraphViewer(anywidget.AnyWidget):
     message = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, graph: Any, engine: str = "auto", **kw: Any) -> None:
+        check_widget_options(type(self), kw)
         super().__init__(**kw)
         self.view = GraphView(graph, engine)
         self.on_msg(self._on_front_end)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mirage_lab.arguments import checked
 from mirage_lab.errors import ShapeError
 from mirage_lab.ir.builder import KernelGraphBuilder, new_kernel_graph
 from mirage_lab.ir.dtype import DType, float16
@@ -29,6 +30,7 @@ def _attention(g: KernelGraphBuilder, q: DTensor, k: DTensor, v: DTensor) -> DTe
     return g.matmul(g.div(e, g.reduction(e, 2)), v)
 
 
+@checked
 def rmsnorm(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """RMSNorm + Linear: ``O = rms_norm(X; 4096) @ W``; X(2b, 4096), W(4096, 6144)."""
     b = _check_batch(batch_size)
@@ -39,6 +41,7 @@ def rmsnorm(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     return g.freeze()
 
 
+@checked
 def gated_mlp(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """GatedMLP: ``O = silu(X @ W1) ⊙ (X @ W2)``; X(8b, 4096), W1, W2 (4096, 4096)."""
     b = _check_batch(batch_size)
@@ -50,6 +53,7 @@ def gated_mlp(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     return g.freeze()
 
 
+@checked
 def lora(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """LoRA: ``O = X @ W + (X @ A) @ B``; X(16b, 256), W(256, 4096), A(256, 16), B(16, 4096)."""
     b = _check_batch(batch_size)
@@ -74,26 +78,31 @@ def _attention_program(heads: int, queries: int, batch_size: int, dtype: DType, 
     return g.freeze()
 
 
+@checked
 def gqa(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """GQA attention: Q(2b, 256, 64), K(2b, 64, 4096), V(2b, 4096, 64)."""
     return _attention_program(2 * _check_batch(batch_size), 256, batch_size, dtype)
 
 
+@checked
 def mha(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """MHA attention: Q(32b, 16, 64), K(32b, 64, 4096), V(32b, 4096, 64)."""
     return _attention_program(32 * _check_batch(batch_size), 16, batch_size, dtype)
 
 
+@checked
 def mqa(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """MQA attention: Q(b, 1024, 64), K(b, 64, 4096), V(b, 4096, 64)."""
     return _attention_program(_check_batch(batch_size), 1024, batch_size, dtype)
 
 
+@checked
 def qknorm_gqa(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """QKNorm + GQA: ``attn(rms_norm(Q; 64), K, rms_norm(V; 64))`` at the GQA shapes."""
     return _attention_program(2 * _check_batch(batch_size), 256, batch_size, dtype, qknorm=True)
 
 
+@checked
 def ntrans(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """nTrans (nGPT): ``O = rms_norm(X + α ⊙ (rms_norm(H) + X))``; H, X, α (8b, 4096)."""
     b = _check_batch(batch_size)
@@ -106,6 +115,7 @@ def ntrans(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     return g.freeze()
 
 
+@checked
 def moe(batch_size: int = 1, dtype: DType = float16) -> KernelGraph:
     """MoE (extra): ``O = exp(X @ A) @ B``; X(8, 8b, 4096), A, B (8, 4096, 4096)."""
     b = _check_batch(batch_size)

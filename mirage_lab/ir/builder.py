@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from mirage_lab.arguments import checked, checked_methods
 from mirage_lab.errors import (
     GraphError,
     MapError,
@@ -43,6 +44,7 @@ from mirage_lab.ir.tensor import Dims, DTensor, STensor, TensorType, _Handle, co
 from mirage_lab.ir.validate import check_dims, check_finite, check_int, check_triple
 
 
+@checked_methods
 class _GraphBuilder:
     """Shared machinery: tensor table, node list, op application with shape checks."""
 
@@ -160,6 +162,7 @@ class _GraphBuilder:
         return d + rank if -rank <= d < 0 else d
 
 
+@checked_methods
 class KernelGraphBuilder(_GraphBuilder):
     """Builds a kernel graph (SPEC §2). Freeze with ``.freeze()`` or the ``.graph`` property."""
 
@@ -236,6 +239,7 @@ class KernelGraphBuilder(_GraphBuilder):
                 f"{plural(len(self._outputs), 'output')})")
 
 
+@checked_methods
 class BlockGraphBuilder(_GraphBuilder):
     """Builds a thread-block graph (SPEC §3) for ``KernelGraphBuilder.customized``."""
 
@@ -430,10 +434,12 @@ class BlockGraphBuilder(_GraphBuilder):
                 f"smem={self._smem} B)")
 
 
+@checked
 def new_kernel_graph() -> KernelGraphBuilder:
     return KernelGraphBuilder()
 
 
+@checked
 def new_threadblock_graph(grid_dim: Sequence[int], block_dim: Sequence[int] = (128, 1, 1),
                           forloop_range: int = 1, reduction_dimx: int = 64, **kw: Any) -> BlockGraphBuilder:
     return BlockGraphBuilder(grid_dim, block_dim, forloop_range, reduction_dimx, **kw)

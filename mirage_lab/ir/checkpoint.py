@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from mirage_lab.arguments import checked
 from mirage_lab.errors import FormatError, MirageError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
 from mirage_lab.ir.dtype import DType
@@ -473,6 +474,7 @@ def loads_reference_checkpoint(doc: Any, where: str = "<checkpoint>", era: Era |
     return out
 
 
+@checked
 def load_reference_checkpoint(path: str | os.PathLike[str], era: Era | str | None = None, *,
                               arch: str | None = None, smem_limit: int | None = None) -> list[KernelGraph]:
     """Import a reference checkpoint (SPEC §10): one kernel graph per saved μGraph, in file order.

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mirage_lab.arguments import checked
 from mirage_lab.errors import FormatError, MirageError, PathError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
 from mirage_lab.ir.dtype import DType
@@ -86,6 +87,7 @@ def canonical_hash(g: KernelGraph) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@checked
 def save(graphs: Any, path: str | os.PathLike[str]) -> Path:
     """Write one graph (or a list) atomically: a crash mid-write never leaves a truncated file."""
     return write_atomic(path, dumps(graphs))
@@ -134,12 +136,14 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise FormatError(f"{p} is nested too deeply or holds an oversized number ({e})") from None
 
 
+@checked
 def load(path: str | os.PathLike[str]) -> KernelGraph | list[KernelGraph]:
     """Load a file written by ``ml.save``: one graph, or a list if several were saved."""
     graphs = loads_doc(read_json(path), str(path))
     return graphs[0] if len(graphs) == 1 else graphs
 
 
+@checked
 def loads(text: str) -> list[KernelGraph]:
     try:
         doc = json.loads(text)

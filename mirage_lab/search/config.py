@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from mirage_lab.absexpr.engines import ENGINES
+from mirage_lab.arguments import checked, checked_methods
 from mirage_lab.errors import ArgumentError, InputError, MirageError
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.tensor import MAX_RANK
@@ -42,6 +43,7 @@ PRESET_NAMES = ("default", "mlp", "attention", "lora", "reference", "reference_m
 ORDERS = ("reference", "off", "semantic")
 
 
+@checked_methods
 @dataclass(frozen=True)
 class SearchConfig:
     """Every setting of one search. Build with ``preset(name, **overrides)``."""
@@ -226,6 +228,7 @@ RULES: dict[str, Rule] = _rules()
 PRESETS: dict[str, SearchConfig] = _presets()
 
 
+@checked
 def preset(name: str = "default", **overrides: Any) -> SearchConfig:
     """A preset, with any field overridden: ``preset("attention", max_kernel_ops=7, time_limit_s=600)``."""
     if not isinstance(name, str) or name not in PRESETS:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mirage_lab.arguments import checked
 from mirage_lab.errors import InputError, UnsupportedOpError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor
@@ -28,6 +29,7 @@ F_AXIS = 3  # index of the iteration axis in block-level values
 LEAD = 4  # grid x, y, z and the iteration axis
 
 
+@checked
 def interpret(graph: Any, inputs: Sequence[Any], *, backend: str | None = None, dtype: str = "float64",
               ns: NumberSystem | None = None, to_host: bool = True) -> list[Any]:
     """Run ``graph`` on ``inputs`` (one array per program input, in order); return its outputs.

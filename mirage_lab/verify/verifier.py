@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mirage_lab.arguments import checked, checked_methods
 from mirage_lab.errors import InputError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
@@ -48,6 +49,7 @@ def _first_mismatch(c: FieldValue, r: FieldValue) -> tuple[int, ...] | None:
     return tuple(int(i) for i in bad[0]) if len(bad) else None
 
 
+@checked_methods
 class Verifier:
     """Checks candidates against one reference program (SPEC §6.5).
 
@@ -246,6 +248,7 @@ def _check_settings(trials: Any, seed: Any, field: Any, float_check: Any, parity
         raise InputError(f"parity must be None, 'older' or 'current', got {parity!r}")
 
 
+@checked
 def verify(candidate: Any, reference: Any, *, trials: int = 3, seed: int = 0, field: FieldSpec = DEFAULT_FIELD,
            backend: str | None = None, float_check: FloatCheckMode = "auto",
            parity: Parity | None = None) -> VerificationResult:
