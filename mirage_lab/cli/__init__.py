@@ -19,7 +19,15 @@ from collections.abc import Sequence
 
 from mirage_lab.bench.programs import PROGRAMS
 from mirage_lab.cli import commands, demo
-from mirage_lab.cli.argument_types import Parser, UsageError, count, positive_int, positive_seconds, tolerance
+from mirage_lab.cli.argument_types import (
+    Parser,
+    UsageError,
+    count,
+    cuda_arch,
+    positive_int,
+    positive_seconds,
+    tolerance,
+)
 from mirage_lab.cli.sources import FORMS, ProgramFileError
 from mirage_lab.errors import MirageError
 
@@ -76,7 +84,8 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=GRAPH_HELP)
     p.add_argument("graph", help="the μGraph (a GRAPH)")
     p.add_argument("--out", help="write the .cu file here (default: print it)")
-    p.add_argument("--ptx", nargs="*", metavar="ARCH", help="compile with nvcc --ptx for these (e.g. sm_80 sm_90)")
+    p.add_argument("--ptx", nargs="*", metavar="ARCH", type=cuda_arch,
+                   help="compile with nvcc --ptx for these (e.g. sm_80 sm_90)")
     p.add_argument("--no-prefetch", action="store_true", help="the plain load–barrier–compute loop (no register "
                    "prefetch of the next iteration's tiles)")
     p.add_argument("--no-split", action="store_true", help="one thread per output of every sum, however few outputs")

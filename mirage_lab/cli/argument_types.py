@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import NoReturn
 
 
@@ -57,3 +58,10 @@ def tolerance(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text!r}")
     return value
+
+
+def cuda_arch(text: str) -> str:
+    """A CUDA architecture as nvcc names it: sm_80, sm_90, sm_90a, sm_100…"""
+    if not re.fullmatch(r"sm_\d{2,3}[af]?", text):
+        raise argparse.ArgumentTypeError(f"expected a CUDA architecture such as sm_80 or sm_90, got {text!r}")
+    return text

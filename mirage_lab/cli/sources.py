@@ -109,6 +109,8 @@ def _index(selector: str, count: int, what: str) -> int:
 
 def _from_json(path: Path, selector: str) -> Source:
     doc = read_json(path)
+    if doc == []:
+        raise InputError(f"{path} holds no μGraph (an empty list)")
     graphs = load_reference_checkpoint(path) if isinstance(doc, list) else loads_doc(doc, str(path))
     if not graphs:
         raise InputError(f"{path} holds no μGraph")

@@ -6,6 +6,7 @@
 
 from mirage_lab.search.config import PRESETS, SearchConfig, preset
 from mirage_lab.search.events import SearchReport
+from mirage_lab.search.load import load_run
 from mirage_lab.search.runner import SearchResult, superoptimize
 
-__all__ = ["PRESETS", "SearchConfig", "SearchReport", "SearchResult", "preset", "superoptimize"]
+__all__ = ["PRESETS", "SearchConfig", "SearchReport", "SearchResult", "load_run", "preset", "superoptimize"]

@@ -1,0 +1,103 @@
+"""Run every bad input we know of and count what a user would see: a clear error, an unclear one, silence, or a
+raw traceback. The goal is zero silent and zero tracebacks.
+
+    .venv/bin/python scripts/bad_inputs.py [--json out.json] [--verbose]
+
+Two tables: ``tests/trust/bad_inputs.py`` (the command line and the API: paths, program files, settings, keywords,
+sizes) and ``tests/ir/test_errors.py`` (invalid graphs, maps and JSON files, each with its exact error class).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mirage_lab.errors import MirageError  # noqa: E402
+from tests.trust.bad_inputs import CASES, Case, Outcome, Workspace, run_case, summarize  # noqa: E402
+
+
+def run_trust_table() -> list[tuple[Case, Outcome]]:
+    results = []
+    for case in CASES:
+        with tempfile.TemporaryDirectory(prefix="mirage_bad_") as tmp:
+            cwd = os.getcwd()
+            os.chdir(tmp)
+            os.environ["MIRAGE_LAB_CACHE"] = str(Path(tmp) / "cache")
+            try:
+                results.append((case, run_case(case, Workspace(Path(tmp)))))
+            finally:
+                os.chdir(cwd)
+    return results
+
+
+def run_ir_table() -> list[tuple[Case, Outcome]]:
+    """tests/ir/test_errors.py's cases: each must raise exactly its error class, naming every needle."""
+    from tests.ir.test_errors import CASES as IR_CASES
+
+    results = []
+    for param in IR_CASES:
+        build, error, needles = param.values
+        case = Case(f"ir:{param.id}", error, tuple(needles), call=lambda w, b=build: b(w.root))
+        with tempfile.TemporaryDirectory(prefix="mirage_bad_ir_") as tmp:
+            results.append((case, _exact(case, Path(tmp))))
+    return results
+
+
+def _exact(case: Case, tmp: Path) -> Outcome:
+    assert case.call is not None
+    try:
+        case.call(_Root(tmp))
+    except MirageError as e:
+        missing = [n for n in case.says if n not in str(e)]
+        if type(e) is case.expect and not missing:
+            return Outcome("clear", f"{type(e).__name__}: {e}")
+        return Outcome("unclear", f"{type(e).__name__}: {e} (missing {missing})")
+    except Exception as e:
+        return Outcome("traceback", f"{type(e).__name__}: {e}")
+    return Outcome("silent", "no error")
+
+
+class _Root:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", help="write every case's outcome here")
+    p.add_argument("--verbose", action="store_true", help="print every case, not only the ones that are not clear")
+    args = p.parse_args()
+    start = time.perf_counter()
+    tables = {"cli + api (tests/trust)": run_trust_table(), "graphs and files (tests/ir)": run_ir_table()}
+    rows: list[dict[str, Any]] = []
+    print(f"{'table':30} {'surface':8} {'tried':>6} {'clear':>6} {'unclear':>8} {'silent':>7} {'traceback':>10}")
+    for name, results in tables.items():
+        for surface in sorted({c.surface for c, _ in results}):
+            part = [(c, o) for c, o in results if c.surface == surface]
+            n = summarize(part)
+            print(f"{name:30} {surface:8} {n['tried']:>6} {n['clear']:>6} {n['unclear']:>8} {n['silent']:>7} "
+                  f"{n['traceback']:>10}")
+        rows += [{"table": name, "id": c.id, "surface": c.surface, "kind": o.kind, "detail": o.detail}
+                 for c, o in results]
+    total = summarize([(c, o) for results in tables.values() for c, o in results])
+    print(f"{'all':30} {'':8} {total['tried']:>6} {total['clear']:>6} {total['unclear']:>8} {total['silent']:>7} "
+          f"{total['traceback']:>10}   ({time.perf_counter() - start:.0f} s)")
+    for r in rows:
+        if args.verbose or r["kind"] != "clear":
+            print(f"  {r['kind']:9} {r['id']}: {r['detail'][:300]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"counts": total, "cases": rows}, indent=1))
+    return 0 if total["silent"] == total["traceback"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
