@@ -4,33 +4,93 @@ A folder is named by the program's canonical hash and the search config's hash, 
 same question maps to the same folder. Every file is written atomically (a temporary
 file, then ``os.replace``), so a killed process leaves either the old file or the new one:
 
-    program.json        the input program (own JSON format)
-    config.json         the SearchConfig
-    tasks/<i>.json      one finished task: its events, candidates and time split
-    candidates/<h>.json each verified μGraph, written the moment it is verified
-    events.jsonl        the whole event stream, assembled in task order
-    result.json         the ranking and the SearchReport; written last
+    program.json             the input program (own JSON format)
+    config.json              the SearchConfig (without budgets); written when the search starts
+    tasks/<i>.json           one finished task: its candidates, counts and time split
+    tasks/<i>.events.jsonl   that task's events
+    candidates/<h>.json      each verified μGraph, written the moment it is verified
+    events.jsonl             the whole event stream, assembled in task order
+    verdicts.json            the oracle's verdict per pruned expression
+    result.json              the ranking and the SearchReport; written last
+    manifest.json            the sha256 of every file above
+    lock                     present while a search holds the folder (mirage_lab.search.lock)
+
+**Integrity.** ``manifest.json`` maps each file's path (relative to the folder) to the sha256
+of its bytes. Only the process that holds the folder's lock (the search's parent process)
+writes it, so it has one writer and needs no merging. Workers write their own files
+(``tasks/<i>.events.jsonl``, ``candidates/<h>.json``) without touching the manifest and return
+the hashes of what they wrote with their task's result; the parent records them together
+with ``tasks/<i>.json``. The parent rewrites the manifest at most once a second while results
+stream in, and always when the search stops; a file written after the last manifest write (the
+parent was killed) simply has no recorded hash. Readers (``check``) compare a file's bytes
+with the manifest; on a mismatch they re-read the manifest once (a writer may have just
+replaced both). What a mismatch means is the reader's decision: the runner runs a task whose
+files do not match again and rebuilds the files of a finished run from its checked tasks;
+``load_run`` verifies a candidate whose file does not match again and drops it if it fails.
+The hashes guard against edits and damage, not against someone who rewrites the manifest too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from mirage_lab.errors import FormatError, InputError
+from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
 
 DEFAULT_ROOT = "runs"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "mirage-lab/run-manifest"
+SUBFOLDERS = ("tasks", "candidates")
+
+#: what ``check`` says about a file: nothing (intact) or one of these
+CHANGED, UNRECORDED, MISSING = "was changed since the search wrote it", "has no recorded hash", "is missing"
+
+
+def sha256_file(path: Path) -> str | None:
+    """The sha256 of a file's bytes, or None when it does not exist (or is not a readable file)."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    return h.hexdigest()
+
+
+def check_place(folder: Path, root: Path) -> None:
+    """A PathError when ``folder`` (a run folder under ``root``) cannot be a folder: it, or a folder above it, is
+    a file."""
+    for p in (folder, *folder.parents):
+        if p.is_dir():
+            return
+        if not p.exists() and not p.is_symlink():
+            continue
+        if p == root:
+            raise PathError(f"run_dir (--runs) {root} is a file, not a folder; pass a folder to keep run folders "
+                            "in (default ./runs), or run_dir=False to keep nothing")
+        if p == folder:
+            raise PathError(f"{folder} is a file where a run folder belongs; delete it, or pass another run_dir")
+        raise PathError(f"run_dir (--runs) {root} lies below {p}, which is a file; pass a folder to keep run "
+                        "folders in (default ./runs), or run_dir=False to keep nothing")
 
 
 class RunFolder:
+    """One run folder. Reading creates nothing; ``create`` makes the folder. Every ``write`` returns the file's
+    hash; the lock holder (``writer``) also records it, and ``save_manifest`` stores the record."""
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        (self.path / "tasks").mkdir(parents=True, exist_ok=True)
-        (self.path / "candidates").mkdir(exist_ok=True)
+        self._hashes: dict[str, str] | None = None  # the manifest as read, plus what this process recorded
+        self._dirty = False
+        self._saved_at = 0.0
+        self.writer = False  # the lock holder: records what it writes; its record is authoritative, never re-read
 
     @staticmethod
     def name_for(program_hash: str, config_hash: str) -> str:
@@ -40,9 +100,38 @@ class RunFolder:
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
 
+    def create(self) -> None:
+        """Make the folder and its subfolders; a PathError naming the place when that is impossible."""
+        check_place(self.path, self.path.parent)
+        try:
+            for sub in SUBFOLDERS:
+                (self.path / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise PathError(f"cannot create the run folder {self.path} ({e.strerror}); pass a writable run_dir "
+                            "(--runs), or run_dir=False to keep nothing") from None
+
     # ---- JSON documents
-    def write(self, name: str, doc: Any) -> Path:
-        return write_atomic(self.path / name, json.dumps(doc, indent=1, sort_keys=True))
+    def write(self, name: str, doc: Any) -> str:
+        """Write ``doc`` atomically and record its hash; returns the hash."""
+        return self._written(name, lambda p: write_atomic(p, json.dumps(doc, indent=1, sort_keys=True)))
+
+    def write_events(self, lines: Iterable[str]) -> str:
+        """Stream JSONL lines to events.jsonl, atomically (a temporary file renamed into place)."""
+        return self._written("events.jsonl", lambda p: write_atomic(p, lines))
+
+    def _written(self, name: str, write: Any) -> str:
+        try:
+            write(self.path / name)
+        except OSError as e:
+            raise RunFolderError(f"cannot write {self.path / name} ({e.strerror}); free some space or make the "
+                                 "folder writable, or pass another run_dir") from None
+        digest = sha256_file(self.path / name)
+        if digest is None:
+            raise RunFolderError(f"{self.path / name} vanished right after it was written; is another program "
+                                 "deleting files in the run folder?")
+        if self.writer:
+            self.record({name: digest})
+        return digest
 
     def read(self, name: str) -> Any | None:
         p = self.path / name
@@ -53,14 +142,77 @@ class RunFolder:
         except FormatError as e:
             raise FormatError(f"{p} is damaged ({e}); delete it (or the whole run folder) to recompute it") from None
 
-    def ensure(self, name: str, doc: Any) -> None:
-        """Write ``doc`` unless the folder already holds it; a different one means a hash collision or tampering."""
+    def holds(self, name: str, doc: Any) -> bool:
+        """Whether the folder holds ``doc`` as ``name`` (False when it holds none); a RunFolderError when it holds
+        another (an edit, or a hash collision of folder names)."""
         have = self.read(name)
         if have is None:
+            return False
+        if have != json.loads(json.dumps(doc, sort_keys=True)):
+            raise RunFolderError(f"{self.path / name} differs from this search's {name.removesuffix('.json')}: it "
+                                 "was edited, or the folder belongs to another search. Restore the file, delete "
+                                 "the folder to search again, or pass another run_dir")
+        return True
+
+    def ensure(self, name: str, doc: Any) -> None:
+        """Write ``doc`` unless the folder already holds it, as recorded (a reformatted copy is rewritten)."""
+        if not self.holds(name, doc) or self.check(name) is not None:
             self.write(name, doc)
-        elif have != json.loads(json.dumps(doc, sort_keys=True)):
-            raise InputError(f"{self.path / name} differs from this search's {name}; the folder belongs to another "
-                             "search. Use another run_dir, or delete the folder")
+
+    # ---- integrity
+    def hashes(self, reload: bool = False) -> dict[str, str]:
+        """The recorded sha256 per file (empty when the manifest is missing or damaged)."""
+        if self._hashes is None or (reload and not self.writer):
+            doc: Any = None
+            try:
+                doc = read_json(self.path / MANIFEST) if (self.path / MANIFEST).is_file() else None
+            except FormatError:
+                doc = None
+            ok = isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT and isinstance(doc.get("sha256"),
+                                                                                                 dict)
+            self._hashes = {str(k): str(v) for k, v in doc["sha256"].items()} if ok else {}
+        return self._hashes
+
+    def check(self, name: str) -> str | None:
+        """None when ``name``'s bytes match the manifest; else what is wrong (CHANGED, UNRECORDED or MISSING)."""
+        actual, recorded = sha256_file(self.path / name), self.hashes().get(name)
+        if actual is not None and actual == recorded:
+            return None
+        if not self.writer:  # a writer may have replaced the file and the manifest since we read the manifest
+            recorded = self.hashes(reload=True).get(name)
+            actual = sha256_file(self.path / name)
+            if actual is not None and actual == recorded:
+                return None
+        return MISSING if actual is None else UNRECORDED if recorded is None else CHANGED
+
+    def damaged(self, names: Iterable[str]) -> list[str]:
+        """``"<name> <what is wrong>"`` for each of ``names`` that does not match the manifest."""
+        return [f"{n} {why}" for n in names if (why := self.check(n)) is not None]
+
+    def record(self, hashes: dict[str, str]) -> None:
+        """Record files' hashes (ours, or reported by the workers that wrote them)."""
+        self.hashes().update(hashes)
+        self._dirty = True
+
+    def save_manifest(self, every: float = 0.0) -> None:
+        """Store the record (if it changed and ``every`` seconds have passed since the last store)."""
+        if not self._dirty or time.monotonic() - self._saved_at < every:
+            return
+        doc = {"format": MANIFEST_FORMAT, "version": 1, "sha256": dict(sorted(self.hashes().items()))}
+        try:
+            write_atomic(self.path / MANIFEST, json.dumps(doc, indent=0))
+        except OSError as e:
+            raise RunFolderError(f"cannot write {self.path / MANIFEST} ({e.strerror}); free some space or make "
+                                 "the folder writable, or pass another run_dir") from None
+        self._dirty, self._saved_at = False, time.monotonic()
+
+    def remove_temporaries(self) -> None:
+        """Delete what killed writers left (temporary files, partial event logs); only the lock holder calls it."""
+        for sub in ("", *SUBFOLDERS):
+            for p in (self.path / sub).glob(".*.tmp"):
+                p.unlink(missing_ok=True)
+        for p in (self.path / "tasks").glob("*.part"):
+            p.unlink(missing_ok=True)
 
     # ---- tasks and candidates
     def task(self, index: int) -> dict[str, Any] | None:
@@ -69,32 +221,37 @@ class RunFolder:
     def save_task(self, index: int, doc: dict[str, Any]) -> None:
         self.write(f"tasks/{index}.json", doc)
 
-    def save_candidate(self, doc: dict[str, Any]) -> None:
-        self.write(f"candidates/{doc['hash'][:16]}.json", doc)
+    @staticmethod
+    def candidate_name(graph_hash: str) -> str:
+        return f"candidates/{graph_hash[:16]}.json"
+
+    def save_candidate(self, doc: dict[str, Any]) -> str:
+        return self.write(self.candidate_name(doc["hash"]), doc)
 
     # ---- what a finished (or interrupted) search left, for views and scripts
     def program(self) -> Any:
         """The searched program (a KernelGraph)."""
         from mirage_lab.ir.io import graph_from_dict
 
-        doc = self.read("program.json")
-        if doc is None:
-            raise InputError(f"{self.path} has no program.json; is it a run folder (runs/<program>-<config>)?")
-        return graph_from_dict(doc)
+        return graph_from_dict(self._identity("program.json", "is it a run folder (runs/<program>-<config>)?"))
 
     def config(self) -> Any:
         """The SearchConfig (budgets are not stored: a run folder answers the same question at any budget)."""
         from mirage_lab.search.config import SearchConfig
 
-        doc = self.read("config.json")
+        return SearchConfig.from_json(self._identity("config.json", "the search never started; rerun it"))
+
+    def _identity(self, name: str, hint: str) -> Any:
+        """program.json or config.json, refused when edited since the search wrote it."""
+        doc = self.read(name)
         if doc is None:
-            raise InputError(f"{self.path} has no config.json: the search never finished a task; rerun it")
-        return SearchConfig.from_json(doc)
+            raise PathError(f"{self.path} has no {name}; {hint}")
+        if self.check(name) == CHANGED:
+            raise RunFolderError(f"{self.path / name} {CHANGED} (its sha256 differs from manifest.json): every "
+                                 "result in the folder answers another question now. Restore the file, or delete the "
+                                 "folder and search again")
+        return doc
 
     def verdicts(self) -> dict[str, Any]:
         """The oracle's verdict (reason, rules) per pruned expression."""
         return self.read("verdicts.json") or {}
-
-    def write_events(self, lines: Iterable[str]) -> Path:
-        """Stream JSONL lines to events.jsonl, atomically (a temporary file renamed into place)."""
-        return write_atomic(self.path / "events.jsonl", lines)

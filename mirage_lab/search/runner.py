@@ -9,20 +9,31 @@ task order, and budgets (states, results) truncate that ordered stream, so the o
 not depend on the executor or on which task finishes first (time limits excepted).
 
 Every finished task is saved in the run folder, and every verified μGraph the moment it is
-verified, so an interrupted search (KeyboardInterrupt, a time limit, a killed worker) keeps
-them and resumes with the unfinished tasks.
+verified, so an interrupted search (KeyboardInterrupt, a time limit, a killed worker, kill -9)
+keeps them and resumes with the unfinished tasks.
+
+One search at a time writes a run folder: the search holds its lock (``mirage_lab.search.lock``),
+and a second search of the same folder waits, then usually answers from the cache. Nothing the
+folder holds is trusted unless its bytes match the manifest (``mirage_lab.runs``): a finished
+run is served from the cache only when the result, the program, the config, the events and every
+ranked candidate match; otherwise the run is rebuilt from its saved tasks, and a saved task whose
+files do not match runs again (its candidates are verified again on the way). Readers of a
+finished run (``ranked_candidates``, ``load_run``) verify a candidate whose file does not match
+again with the search's own verifier and drop it if it fails. Edits to program.json or
+config.json are refused (``RunFolderError``): every result in the folder answers that question.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import html
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,14 +42,16 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mirage_lab.absexpr.oracle import Oracle
-from mirage_lab.errors import InputError
+from mirage_lab.errors import FormatError, InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_from_dict, graph_to_dict
-from mirage_lab.runs import DEFAULT_ROOT, RunFolder
+from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, sha256_file
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
 from mirage_lab.search.events import Event, EventLog, SearchReport
+from mirage_lab.search.lock import RunLock
+from mirage_lab.search.pool import process_pool
 from mirage_lab.verify.verifier import Verifier
 
 BUDGETS = ("time_limit_s", "state_limit", "result_limit")
@@ -104,9 +117,13 @@ def _context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[K
         if len(_CONTEXTS) > 4:
             _CONTEXTS.clear()
         oracle = Oracle.for_program(program, engine=config.oracle_engine)
-        verifier = Verifier(program, trials=config.trials, seed=config.seed, float_first=True)
-        _CONTEXTS[key] = (program, config, oracle, verifier)
+        _CONTEXTS[key] = (program, config, oracle, search_verifier(program, config))
     return _CONTEXTS[key]
+
+
+def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
+    """The verifier a search checks its candidates with; it also checks saved candidates again."""
+    return Verifier(program, trials=config.trials, seed=config.seed, float_first=True)
 
 
 def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
@@ -118,21 +135,28 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
     program, config, oracle, verifier = _context(program_doc, config_doc)
     folder = RunFolder(run_dir) if run_dir else None
     t0 = time.time()
+    files: dict[str, str] = {}  # what this task wrote, and its sha256: the parent records them in the manifest
 
     def keep(c: Candidate) -> None:  # on disk the moment it is verified: a killed worker loses nothing
         if folder is not None:
-            folder.save_candidate(candidate_doc(c))
+            files[RunFolder.candidate_name(c.hash)] = folder.save_candidate(candidate_doc(c))
 
     # with a run folder, events stream to tasks/<i>.events.jsonl instead of piling up in memory
-    log = EventLog(folder.path / "tasks" / f"{index}.events.jsonl" if folder is not None else None, keep=False)
+    log = EventLog(folder.path / _events_name(index) if folder is not None else None, keep=False)
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
                         on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
     out = walker.run(prefix, parent)
+    if folder is not None and (digest := sha256_file(folder.path / _events_name(index))) is not None:
+        files[_events_name(index)] = digest
     return {"index": index, "events": None, "summary": log.summary(),
             "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
-            "wall": time.time() - t0, "config_budgets": _budgets(config)}
+            "wall": time.time() - t0, "config_budgets": _budgets(config), "files": files}
+
+
+def _events_name(index: int) -> str:
+    return f"tasks/{index}.events.jsonl"
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:
@@ -145,11 +169,60 @@ def candidate_from_doc(d: dict[str, Any]) -> Candidate:
                      float(d["found_s"]))
 
 
-def ranked_candidates(folder: RunFolder, ranking: list[str]) -> list[Candidate | None]:
-    """The candidates a finished run ranked (``result.json``'s hashes), read from ``candidates/``; ``None``
-    where a file is missing (deleted by hand: the caller decides whether to recompute, skip or complain)."""
-    docs = (folder.read(f"candidates/{h[:16]}.json") for h in ranking)
-    return [None if d is None else candidate_from_doc(d) for d in docs]
+def ranked_candidates(folder: RunFolder, ranking: list[str], program: KernelGraph | None = None,
+                      config: SearchConfig | None = None) -> list[Candidate | None]:
+    """The candidates a finished run ranked (``result.json``'s hashes), read from ``candidates/``.
+
+    A file whose bytes do not match the manifest (edited, damaged, or never recorded) is verified again with
+    the search's own verifier (``program`` and ``config``, default the folder's); ``None`` where it fails (with
+    a warning naming it) or where the file is missing (deleted by hand: the caller decides what to do).
+    """
+    out: list[Candidate | None] = []
+    verifier: Verifier | None = None
+    dropped = []
+    for h in ranking:
+        name = RunFolder.candidate_name(h)
+        why = folder.check(name)
+        if why == MISSING:
+            out.append(None)
+            continue
+        try:
+            doc = folder.read(name)
+        except FormatError:
+            doc = None
+        if why is None and isinstance(doc, dict):
+            out.append(candidate_from_doc(doc))
+            continue
+        if verifier is None:
+            verifier = search_verifier(program or folder.program(), config or folder.config())
+        cand, failure = reverified(doc, h, verifier)
+        if cand is None:
+            dropped.append(f"{name} ({why}): {failure}")
+        out.append(cand)
+    if dropped:
+        warnings.warn(f"{folder.path}: dropped {len(dropped)} ranked candidate(s) that no longer verify: "
+                      f"{'; '.join(dropped)}. Rerun the search with the same run_dir to rebuild them",
+                      RuntimeWarning, stacklevel=2)
+    return out
+
+
+def reverified(doc: Any, graph_hash: str, verifier: Verifier) -> tuple[Candidate | None, str]:
+    """A saved candidate checked afresh: (it, "") when it is the verified μGraph ``graph_hash`` names, else
+    (None, why not)."""
+    try:
+        cand = candidate_from_doc(doc)
+        res = verifier.check(cand.graph)
+    except (MirageError, KeyError, TypeError, ValueError) as e:
+        return None, f"it no longer loads ({type(e).__name__}: {e})"
+    if not res.equivalent:
+        return None, f"it fails verification: {res.reason}"
+    if list(res.permutation or ()) != list(range(len(cand.graph.outputs))):
+        return None, "its outputs now compute the program's in another order"
+    if cand.graph.canonical_hash() != graph_hash or cand.hash != graph_hash:
+        return None, "it holds another μGraph than the one the search ranked"
+    cand.verification = {"reason": res.reason, "error_bound": res.error_bound, "heuristic": res.bound_is_heuristic,
+                         "permutation": list(res.permutation or ()), "checked_again": True}
+    return cand, ""
 
 
 def _budgets(config: SearchConfig) -> dict[str, Any]:
@@ -178,30 +251,11 @@ def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
     if isinstance(executor, Executor):
         return executor, False
     if executor in (None, "process"):
-        import multiprocessing as mp
-
-        pool = cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=mp.get_context("spawn"))
-        with _single_threaded_blas():  # spawn starts every worker now, and they inherit this environment
-            pool.submit(int).result()
-        return pool, True
+        return process_pool() or SerialExecutor(), True
     if executor == "serial":
         return SerialExecutor(), True
     raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
                      f"client.get_executor()), got {executor!r}")
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """One BLAS thread per worker: with one worker per core, threaded GEMMs only fight each other."""
-    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {n: os.environ.get(n) for n in names}
-    os.environ.update({n: "1" for n in names if saved[n] is None})
-    try:
-        yield
-    finally:
-        for n, v in saved.items():
-            if v is None:
-                os.environ.pop(n, None)
 
 
 # --------------------------------------------------------------------------- the driver
@@ -244,18 +298,39 @@ class _Search:
         self.program_doc = graph_to_dict(program)
         self.config_doc = config.to_dict()
         self.folder: RunFolder | None = None
+        self.root: Path | None = None
         if run_dir is not False and run_dir is not None:
+            self.root = Path(run_dir)
             self.folder = RunFolder(run_folder_path(program, config, run_dir))
         self.report = SearchReport()
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
 
     def run(self) -> SearchResult:
-        cached = self._cached()
+        if self.folder is None or self.root is None:
+            return self._search()
+        check_place(self.folder.path, self.root)
+        cached = self._cached(locked=False)  # reads only: a finished run is served without writing anything
         if cached is not None:
             return cached
+        self.folder.create()
+        with RunLock(self.folder.path):
+            self.folder = RunFolder(self.folder.path)  # the manifest as it is now that no one else writes
+            cached = self._cached(locked=True)  # whoever held the lock may have finished this very search
+            if cached is not None:
+                return cached
+            self.folder.writer = True
+            self.folder.remove_temporaries()
+            try:
+                return self._search()
+            finally:
+                self.folder.save_manifest()
+
+    def _search(self) -> SearchResult:
         if self.folder is not None:
             self.folder.ensure("program.json", self.program_doc)
+            self.folder.ensure("config.json", self._config_record())
+            self.folder.save_manifest()
         program, config, oracle, verifier = _context(self.program_doc, self.config_doc)
         deadline = None if config.time_limit_s is None else time.perf_counter() + config.time_limit_s
         front = Enumerator(program, config, oracle, verifier, ids="f", state_cap=config.state_limit,
@@ -263,38 +338,51 @@ class _Search:
         outcomes = self._run_tasks(front)
         return self._finish(front, outcomes)
 
-    def _cached(self) -> SearchResult | None:
-        if self.folder is None:
-            return None
-        doc = self.folder.read("result.json")
-        if doc is None:
-            return None
+    def _config_record(self) -> dict[str, Any]:
+        return {k: v for k, v in self.config_doc.items() if k not in BUDGETS}
+
+    def _cached(self, locked: bool) -> SearchResult | None:
+        """The finished run the folder holds for this search, when every file it is served from is intact."""
+        folder = self.folder
+        assert folder is not None
+        folder.holds("program.json", self.program_doc)  # a RunFolderError when edited
+        folder.holds("config.json", self._config_record())
+        if folder.check("result.json") is not None:
+            return None  # none yet, or damaged: the locked search rebuilds it
+        doc: dict[str, Any] = folder.read("result.json") or {}
         stop = doc["report"]["stop_reason"]
         # a finished search, or one cut by a deterministic budget that is asked for again; interrupted or
         # timed-out searches resume instead
         if not (stop == "complete" or (stop in ("state limit", "result limit")
                                        and doc["budgets"] == _budgets(self.config))):
             return None
+        served = ["program.json", "config.json", "events.jsonl", "verdicts.json",
+                  *(RunFolder.candidate_name(h) for h in doc["ranking"])]
+        damaged = folder.damaged(served)
+        if damaged:
+            if locked:  # (unlocked, a writer may be mid-way: the locked look decides)
+                _warn(f"run folder {folder.path}: {', '.join(damaged)}; rebuilding the run from its saved tasks "
+                      "(tasks whose files do not match their hashes run again)")
+            return None
         report = SearchReport.from_dict(doc["report"])
         report.cached = True
-        found = ranked_candidates(self.folder, doc["ranking"])
-        cands = [c for c in found if c is not None]
-        if len(cands) < len(found):
-            return None  # a candidate file was deleted: recompute (finished tasks are still reused)
-        return SearchResult(self.program, self.config, cands, report, self.folder.path, doc["costs"])
+        cands = [c for c in ranked_candidates(folder, doc["ranking"]) if c is not None]
+        return SearchResult(self.program, self.config, cands, report, folder.path, doc["costs"])
 
     # ---- tasks
     def _run_tasks(self, front: Outcome) -> dict[int, dict[str, Any]]:
         done: dict[int, dict[str, Any]] = {}
         todo = []
         for i in range(len(front.tasks)):
-            saved = self.folder.task(i) if self.folder is not None else None
+            saved = self._saved_task(i)
             if saved is not None and (saved["stop_reason"] == "complete"
                                       or saved["config_budgets"] == _budgets(self.config)):
                 done[i] = saved
             else:
                 todo.append(i)
         self.report.tasks_total = len(front.tasks)
+        if not todo:
+            return done
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         executor, owned = make_executor(self.executor_spec)
         bar = tqdm(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
@@ -317,13 +405,16 @@ class _Search:
                 for f in finished:
                     res = f.result()
                     done[res["index"]] = res
-                    if self.folder is not None and res["stop_reason"] in ("complete", "state limit"):
-                        self.folder.save_task(res["index"], res)
+                    self._keep(res)
                     bar.update()
                 if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
                     break
         except KeyboardInterrupt:
             self.report.stop_reason = "interrupted"
+        except BrokenProcessPool as e:
+            where = f"the finished tasks are kept in {self.folder.path}; " if self.folder is not None else ""
+            raise MirageError(f"a search worker process died ({e}; killed, or out of memory?); {where}run the same "
+                              "search again to resume it, or use executor='serial' to see the worker's error") from None
         finally:
             bar.close()
             for f in futures:
@@ -331,6 +422,26 @@ class _Search:
             if owned:
                 executor.shutdown(wait=self.report.stop_reason != "interrupted", cancel_futures=True)
         return done
+
+    def _saved_task(self, index: int) -> dict[str, Any] | None:
+        """A task an earlier search of this folder finished, when its files match their recorded hashes."""
+        if self.folder is None:
+            return None
+        damaged = self.folder.damaged([f"tasks/{index}.json", _events_name(index)])
+        if damaged:
+            if any(CHANGED in d for d in damaged):
+                _warn(f"run folder {self.folder.path}: {', '.join(damaged)}; running that task again")
+            return None
+        return self.folder.task(index)
+
+    def _keep(self, res: dict[str, Any]) -> None:
+        """Save a finished task and record the files its worker wrote (the manifest at most once a second)."""
+        if self.folder is None:
+            return
+        self.folder.record(res.get("files", {}))
+        if res["stop_reason"] in ("complete", "state limit"):
+            self.folder.save_task(res["index"], res)
+        self.folder.save_manifest(every=1.0)
 
     def _budget_spent(self, done: dict[int, dict[str, Any]], total: int) -> bool:
         """Stop early when the tasks finished *in order* already exhaust a state or result budget.
@@ -380,13 +491,13 @@ class _Search:
         self.report.first_verified_s = min(verified_times) if verified_times else None
         self.report.verified = len(ranked)
         if self.folder is not None:
-            self.folder.ensure("config.json", {k: v for k, v in self.config_doc.items() if k not in BUDGETS})
-            for c in ranked:
+            for c in ranked:  # the first finder's record, in task order, whichever worker wrote the file first
                 self.folder.save_candidate(candidate_doc(c))
             self.folder.write_events(self._event_stream(front, set(merged)))
             self.folder.write("verdicts.json", verdicts)
             self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
                                               "report": self.report.to_dict(), "budgets": _budgets(self.config)})
+            self.folder.save_manifest()
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
 
@@ -397,12 +508,16 @@ class _Search:
             if ev["e"] != "task":
                 yield json.dumps(ev, separators=(",", ":")) + "\n"
             elif ev["task"] in merged:
-                with open(self.folder.path / "tasks" / f"{ev['task']}.events.jsonl") as f:
+                with open(self.folder.path / _events_name(ev["task"])) as f:
                     yield from f
 
     def _limit_reached(self, states: int, found: int) -> bool:
         c = self.config
         return bool((c.state_limit and states >= c.state_limit) or (c.result_limit and found >= c.result_limit))
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def _rank(docs: list[dict[str, Any]], limit: int | None) -> tuple[list[Candidate], dict[str, float]]:
