@@ -65,10 +65,13 @@ def single_threaded_blas() -> Iterator[None]:
                 os.environ.pop(n, None)
 
 
+_STARTING = threading.Lock()  # two threads starting workers at once would restore each other's stand-ins
+
+
 class _WorkerProcess(SpawnProcess):
     @staticmethod
     def _Popen(process_obj: Any) -> Any:
-        with blank_main(), single_threaded_blas():
+        with _STARTING, blank_main(), single_threaded_blas():
             return SpawnProcess._Popen(process_obj)
 
 

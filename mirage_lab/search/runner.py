@@ -347,22 +347,23 @@ class _Search:
         assert folder is not None
         folder.holds("program.json", self.program_doc)  # a RunFolderError when edited
         folder.holds("config.json", self._config_record())
-        if folder.check("result.json") is not None:
-            return None  # none yet, or damaged: the locked search rebuilds it
-        doc: dict[str, Any] = folder.read("result.json") or {}
-        stop = doc["report"]["stop_reason"]
+        why = folder.check("result.json")
+        if why == MISSING:
+            return None
+        doc: dict[str, Any] = (folder.read("result.json") or {}) if why is None else {}
         # a finished search, or one cut by a deterministic budget that is asked for again; interrupted or
         # timed-out searches resume instead
-        if not (stop == "complete" or (stop in ("state limit", "result limit")
-                                       and doc["budgets"] == _budgets(self.config))):
+        if doc and not (doc["report"]["stop_reason"] == "complete" or (
+                doc["report"]["stop_reason"] in ("state limit", "result limit")
+                and doc["budgets"] == _budgets(self.config))):
             return None
-        served = ["program.json", "config.json", "events.jsonl", "verdicts.json",
-                  *(RunFolder.candidate_name(h) for h in doc["ranking"])]
-        damaged = folder.damaged(served)
+        damaged = folder.damaged(["program.json", "config.json", "events.jsonl", "verdicts.json",
+                                  *(RunFolder.candidate_name(h) for h in doc["ranking"])]) if doc else \
+            [f"result.json {why}"]
         if damaged:
             if locked:  # (unlocked, a writer may be mid-way: the locked look decides)
                 _warn(f"run folder {folder.path}: {', '.join(damaged)}; rebuilding the run from its saved tasks "
-                      "(tasks whose files do not match their hashes run again)")
+                      "(tasks whose files do not match their recorded hashes run again)")
             return None
         report = SearchReport.from_dict(doc["report"])
         report.cached = True
@@ -373,13 +374,18 @@ class _Search:
     def _run_tasks(self, front: Outcome) -> dict[int, dict[str, Any]]:
         done: dict[int, dict[str, Any]] = {}
         todo = []
+        changed: list[str] = []
         for i in range(len(front.tasks)):
-            saved = self._saved_task(i)
+            saved = self._saved_task(i, changed)
             if saved is not None and (saved["stop_reason"] == "complete"
                                       or saved["config_budgets"] == _budgets(self.config)):
                 done[i] = saved
             else:
                 todo.append(i)
+        if changed:
+            _warn(f"run folder {self.folder.path if self.folder else ''}: {', '.join(changed[:5])}"
+                  f"{f' (and {len(changed) - 5} more)' if len(changed) > 5 else ''} {CHANGED}; running "
+                  f"{'that task' if len(changed) == 1 else 'those tasks'} again")
         self.report.tasks_total = len(front.tasks)
         if not todo:
             return done
@@ -423,14 +429,15 @@ class _Search:
                 executor.shutdown(wait=self.report.stop_reason != "interrupted", cancel_futures=True)
         return done
 
-    def _saved_task(self, index: int) -> dict[str, Any] | None:
-        """A task an earlier search of this folder finished, when its files match their recorded hashes."""
+    def _saved_task(self, index: int, changed: list[str]) -> dict[str, Any] | None:
+        """A task an earlier search of this folder finished, when its files match their recorded hashes (the
+        names of those that were changed since are added to ``changed``)."""
         if self.folder is None:
             return None
-        damaged = self.folder.damaged([f"tasks/{index}.json", _events_name(index)])
-        if damaged:
-            if any(CHANGED in d for d in damaged):
-                _warn(f"run folder {self.folder.path}: {', '.join(damaged)}; running that task again")
+        names = [f"tasks/{index}.json", _events_name(index)]
+        checks = [self.folder.check(n) for n in names]
+        if any(checks):
+            changed += [n for n, why in zip(names, checks, strict=True) if why == CHANGED]
             return None
         return self.folder.task(index)
 

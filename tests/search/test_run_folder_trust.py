@@ -112,7 +112,7 @@ def test_a_tampered_task_runs_again(run: Path, finished: ml.search.SearchResult)
         warnings.simplefilter("always")
         again = search(run_dir=run.parent)
     said = " ".join(str(w.message) for w in caught)
-    assert f"tasks/{task.name} was changed since the search wrote it; running that task again" in said
+    assert f"tasks/{task.name} was changed since the search wrote it; running that task again" in said, said
     assert hashes(again) == hashes(finished) and again.report.states == finished.report.states
     assert all(ml.verify(c.graph, small_rmsnorm(), seed=5).equivalent for c in again.candidates)
 
@@ -137,7 +137,8 @@ def test_files_without_recorded_hashes_are_checked_again(run: Path, finished: ml
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert hashes(load_run(run)) == hashes(finished)
-    again = search(run_dir=run.parent)
+    with pytest.warns(RuntimeWarning, match="result.json has no recorded hash; rebuilding the run"):
+        again = search(run_dir=run.parent)
     assert not again.report.cached and hashes(again) == hashes(finished)
     assert (run / MANIFEST).is_file() and search(run_dir=run.parent).report.cached
 
