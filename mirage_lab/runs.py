@@ -42,6 +42,7 @@ from typing import Any
 
 from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
+from mirage_lab.paths import output_dir
 
 DEFAULT_ROOT = "runs"
 MANIFEST = "manifest.json"
@@ -81,6 +82,16 @@ def check_place(folder: Path, root: Path) -> None:
                         "folders in (default ./runs), or run_dir=False to keep nothing")
 
 
+def _guarded(path: Path, write: Any) -> None:
+    """``write(path)``, an unwritable run folder (disk full, made read-only) being one RunFolderError."""
+    try:
+        write(path)
+    except (OSError, PathError) as e:
+        why = e.strerror if isinstance(e, OSError) else str(e)
+        raise RunFolderError(f"cannot write {path} ({why}); free some space or make the run folder writable, or "
+                             "pass another run_dir") from None
+
+
 class RunFolder:
     """One run folder. Reading creates nothing; ``create`` makes the folder. Every ``write`` returns the file's
     hash; the lock holder (``writer``) also records it, and ``save_manifest`` stores the record."""
@@ -101,14 +112,10 @@ class RunFolder:
         return f"RunFolder({str(self.path)!r})"
 
     def create(self) -> None:
-        """Make the folder and its subfolders; a PathError naming the place when that is impossible."""
+        """Make the folder and its subfolders, checked writable; a PathError naming the place when impossible."""
         check_place(self.path, self.path.parent)
-        try:
-            for sub in SUBFOLDERS:
-                (self.path / sub).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise PathError(f"cannot create the run folder {self.path} ({e.strerror}); pass a writable run_dir "
-                            "(--runs), or run_dir=False to keep nothing") from None
+        for sub in SUBFOLDERS:
+            output_dir(self.path / sub, "run folder")
 
     # ---- JSON documents
     def write(self, name: str, doc: Any) -> str:
@@ -120,11 +127,7 @@ class RunFolder:
         return self._written("events.jsonl", lambda p: write_atomic(p, lines))
 
     def _written(self, name: str, write: Any) -> str:
-        try:
-            write(self.path / name)
-        except OSError as e:
-            raise RunFolderError(f"cannot write {self.path / name} ({e.strerror}); free some space or make the "
-                                 "folder writable, or pass another run_dir") from None
+        _guarded(self.path / name, write)
         digest = sha256_file(self.path / name)
         if digest is None:
             raise RunFolderError(f"{self.path / name} vanished right after it was written; is another program "
@@ -199,11 +202,7 @@ class RunFolder:
         if not self._dirty or time.monotonic() - self._saved_at < every:
             return
         doc = {"format": MANIFEST_FORMAT, "version": 1, "sha256": dict(sorted(self.hashes().items()))}
-        try:
-            write_atomic(self.path / MANIFEST, json.dumps(doc, indent=0))
-        except OSError as e:
-            raise RunFolderError(f"cannot write {self.path / MANIFEST} ({e.strerror}); free some space or make "
-                                 "the folder writable, or pass another run_dir") from None
+        _guarded(self.path / MANIFEST, lambda p: write_atomic(p, json.dumps(doc, indent=0)))
         self._dirty, self._saved_at = False, time.monotonic()
 
     def remove_temporaries(self) -> None:
