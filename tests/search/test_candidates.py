@@ -95,7 +95,7 @@ def test_grid_batch_bypasses_block_filter_without_attention() -> None:
     # mixed ranks: no batch, so no (b, 1, 1)
     assert all(g[0] >= 32 for g in C.grid_candidates([(8, 4096), (8, 4, 64)], DEFAULT))
     # a batch above max_blocks is not added
-    assert (8, 1, 1) not in C.grid_candidates([(8, 4096)] * 3, DEFAULT.replace(max_blocks=4))
+    assert (8, 1, 1) not in C.grid_candidates([(8, 4096)] * 3, DEFAULT.replace(min_blocks=1, max_blocks=4))
 
 
 def test_grids_attention_gqa() -> None:

@@ -60,4 +60,4 @@ def test_cli_report(small_run_dir: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert main(["report", str(small_run_dir), "--html", str(out)]) == 0
     assert out.stat().st_size > 1_000_000 and "report written to" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "missing")]) == 2
-    assert "holds no events.jsonl" in capsys.readouterr().err
+    assert "missing does not exist" in capsys.readouterr().err
