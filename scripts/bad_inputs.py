@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -25,16 +26,29 @@ from mirage_lab.errors import MirageError  # noqa: E402
 from tests.trust.bad_inputs import CASES, Case, Outcome, Workspace, run_case, summarize  # noqa: E402
 
 
-def run_trust_table() -> list[tuple[Case, Outcome]]:
+class CaseTimeout(BaseException):
+    """A case still running after its time: the input was accepted (a search or a run started)."""
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise CaseTimeout
+
+
+def run_trust_table(limit: float) -> list[tuple[Case, Outcome]]:
     results = []
+    signal.signal(signal.SIGALRM, _alarm)
     for case in CASES:
         with tempfile.TemporaryDirectory(prefix="mirage_bad_") as tmp:
             cwd = os.getcwd()
             os.chdir(tmp)
             os.environ["MIRAGE_LAB_CACHE"] = str(Path(tmp) / "cache")
+            signal.setitimer(signal.ITIMER_REAL, limit)
             try:
                 results.append((case, run_case(case, Workspace(Path(tmp)))))
+            except CaseTimeout:
+                results.append((case, Outcome("silent", f"accepted: still running after {limit:.0f} s")))
             finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
                 os.chdir(cwd)
     return results
 
@@ -75,9 +89,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="write every case's outcome here")
     p.add_argument("--verbose", action="store_true", help="print every case, not only the ones that are not clear")
+    p.add_argument("--case-timeout", type=float, default=60.0, help="seconds before a case counts as accepted "
+                   "(silent): a bad input that starts a search instead of being refused")
     args = p.parse_args()
     start = time.perf_counter()
-    tables = {"cli + api (tests/trust)": run_trust_table(), "graphs and files (tests/ir)": run_ir_table()}
+    tables = {"cli + api (tests/trust)": run_trust_table(args.case_timeout),
+              "graphs and files (tests/ir)": run_ir_table()}
     rows: list[dict[str, Any]] = []
     print(f"{'table':30} {'surface':8} {'tried':>6} {'clear':>6} {'unclear':>8} {'silent':>7} {'traceback':>10}")
     for name, results in tables.items():
