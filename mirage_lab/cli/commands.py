@@ -46,6 +46,9 @@ def config_for(source: Source, preset_name: str | None, settings: list[str]) -> 
 def executor_for(spec: str) -> Any:
     """"process", "serial", or "dask:ADDRESS" (a running Dask scheduler, e.g. dask:tcp://10.0.0.5:8786)."""
     if not spec.startswith("dask:"):
+        if spec not in ("process", "serial"):
+            raise InputError(f"--executor {spec!r}: expected process, serial or dask:ADDRESS (e.g. "
+                             "dask:tcp://10.0.0.5:8786)")
         return spec
     try:
         from dask.distributed import Client

@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from mirage_lab.arguments import checked
 from mirage_lab.errors import InputError, PathError, RunFolderError
 from mirage_lab.runs import CHANGED, RunFolder
 from mirage_lab.search.events import SearchReport
@@ -23,6 +24,7 @@ from mirage_lab.search.lock import RunLock, describe
 from mirage_lab.search.runner import SearchResult, ranked_candidates
 
 
+@checked
 def load_run(path: str | os.PathLike[str]) -> SearchResult:
     """The SearchResult a finished search left in ``path`` (its ranking, report, program and config)."""
     p = Path(path)

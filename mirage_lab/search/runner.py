@@ -42,6 +42,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mirage_lab.absexpr.oracle import Oracle
+from mirage_lab.arguments import checked
 from mirage_lab.errors import FormatError, InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
@@ -252,15 +253,14 @@ def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
         return executor, False
     if executor in (None, "process"):
         return process_pool() or SerialExecutor(), True
-    if executor == "serial":
-        return SerialExecutor(), True
-    raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
-                     f"client.get_executor()), got {executor!r}")
+    _check_executor(executor)
+    return SerialExecutor(), True
 
 
 # --------------------------------------------------------------------------- the driver
 
 
+@checked
 def superoptimize(program: Any, config: SearchConfig | str | None = None, *, executor: Executor | str | None = None,
                   run_dir: str | os.PathLike[str] | bool | None = DEFAULT_ROOT, progress: bool = True,
                   **overrides: Any) -> SearchResult:
@@ -276,9 +276,20 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     if not isinstance(cfg, SearchConfig):
         raise InputError(f"config must be a SearchConfig or a preset name, got {type(config).__name__}")
     cfg = cfg.replace(**overrides) if overrides else cfg
+    _check_executor(executor)
+    if not isinstance(run_dir, str | os.PathLike | bool | None):
+        raise InputError(f"run_dir must be a folder path, or False to keep nothing, got {type(run_dir).__name__}")
     return _Search(prog, cfg, executor, run_dir, progress).run()
 
 
+def _check_executor(executor: Any) -> None:
+    """Before any work: the executor is one ``make_executor`` knows."""
+    if not isinstance(executor, Executor) and executor not in (None, "process", "serial"):
+        raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
+                         f"client.get_executor()), got {executor!r}")
+
+
+@checked
 def run_folder_path(program: Any, config: SearchConfig | str | None = None,
                     run_dir: str | os.PathLike[str] = DEFAULT_ROOT) -> Path:
     """Where ``superoptimize(program, config, run_dir=run_dir)`` keeps its run folder; creates nothing.
