@@ -84,15 +84,18 @@ mw.MuGraphViewer(graph)
 # ## 2 · The launch plan
 #
 # `plan_cuda` turns the kernel graph into a sequence of *steps*: a custom kernel becomes a generated
-# kernel launch `<<<grid, threads, dynamic shared memory>>>`; a predefined kernel op (matmul, rms_norm,
-# …) would be a library call run through CuPy. The grid and the thread count come straight from the
-# block graph; the shared-memory size comes from the planner of section 4.
+# kernel launch `<<<grid, threads, dynamic shared memory>>>`. A predefined kernel op (matmul, rms_norm,
+# …) is first lowered to a one-op custom kernel (`codegen/lower.py`), so the unfused program gets a
+# kernel per op; `library_calls=True` keeps them as CuPy library calls instead (the timing baseline).
+# The grid and the thread count come straight from the block graph; the shared-memory size comes from
+# the planner of section 4.
 
 # %%
 plan = plan_cuda(graph)
 print(plan)
 print()
-print(plan_cuda(program))  # the unfused program: library calls only, nothing to generate
+print(plan_cuda(program))  # the unfused program: one lowered kernel per op
+print(plan_cuda(program, library_calls=True))  # … or library calls, nothing to generate
 
 # %% [markdown]
 # ## 3 · The generated source

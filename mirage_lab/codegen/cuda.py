@@ -37,17 +37,25 @@ otherwise meet the same shared-memory banks (``optimize.layout``). Every access 
 layout (``KernelWriter.offset``); the rest stay dense.
 
 The four are fields of ``CodegenOptions``; ``PLAIN`` turns all of them off. Kernel-level ops other than
-customized ones are library calls, run through CuPy by ``run.py``.
+customized ones are lowered to one-op custom kernels first (``codegen.lower``), so every op has a kernel; with
+``library_calls=True`` they stay library calls instead, run through CuPy (cuBLAS) by ``run.py``.
+
+**Strides**: a graph input declared with strides (``g.new_input(dims, strides=...)``, e.g. a column-major
+weight) is read in that layout: its loaders address global memory by the strides, in vectors only where the
+last dim is contiguous and the other strides keep rows aligned, element by element otherwise.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from mirage_lab.errors import InputError, UnsupportedOpError
+from mirage_lab.codegen.lower import lower_kernel_ops
+from mirage_lab.errors import ArgumentError, UnsupportedOpError
+from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph, Node, loader_dtensor, saver_dtensor
 from mirage_lab.ir.ops import Kind, Op
@@ -119,17 +127,34 @@ PLAIN = CodegenOptions(prefetch=False, split_sums=False, tensor_cores=False, pad
 PADDING_LIMIT = SMEM_CAPACITY["sm_80"]
 
 
-def codegen_options(options: CodegenOptions | None, flags: Mapping[str, bool]) -> CodegenOptions:
-    """``options``, or the options that keyword ``flags`` (``prefetch=False``, …) name."""
-    if options is not None:
-        if flags:
-            raise InputError(f"pass options= or keyword flags, not both (got both and {sorted(flags)})")
-        return options
-    unknown = sorted(set(flags) - set(CodegenOptions.__dataclass_fields__))
+#: the keywords of the codegen entry points besides the option flags (named in the unknown-keyword message)
+ENTRY_KEYWORDS = ("options", "library_calls")
+
+
+def codegen_options(options: CodegenOptions | None, flags: Mapping[str, object],
+                    keywords: Sequence[str] = ENTRY_KEYWORDS) -> CodegenOptions:
+    """``options``, or the options that keyword ``flags`` (``prefetch=False``, …) name. An unknown keyword, a
+    flag that is not a bool, or both ways at once is an ``ArgumentError`` naming the valid ones; ``keywords``
+    are the caller's other keywords, suggested too when one of them was misspelt."""
+    names = list(CodegenOptions.__dataclass_fields__)
+    unknown = sorted(set(flags) - set(names))
     if unknown:
-        raise InputError(f"unknown codegen option(s) {unknown}; the options are "
-                         f"{', '.join(CodegenOptions.__dataclass_fields__)}")
-    return CodegenOptions(**flags)
+        hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, [*names, *keywords],
+                                                                                            n=1)) else repr(u)
+                 for u in unknown]
+        raise ArgumentError(f"unknown codegen option(s) {', '.join(hints)}; the options are {', '.join(names)} "
+                            f"(keywords, or fields of CodegenOptions), besides {', '.join(keywords)}")
+    if options is not None:
+        if not isinstance(options, CodegenOptions):
+            raise ArgumentError(f"options must be a CodegenOptions (e.g. CodegenOptions(prefetch=False), or PLAIN), "
+                                f"got {type(options).__name__} {options!r:.60}")
+        if flags:
+            raise ArgumentError(f"pass options= or keyword flags, not both (got both and {sorted(flags)})")
+        return options
+    wrong = [f"{k}={v!r}" for k, v in flags.items() if not isinstance(v, bool)]
+    if wrong:
+        raise ArgumentError(f"codegen options take True or False, got {', '.join(wrong)}")
+    return CodegenOptions(**flags)  # type: ignore[arg-type]  # every value is a bool, checked above
 
 
 @dataclass(frozen=True)
@@ -195,24 +220,51 @@ Step = KernelLaunch | LibraryCall
 
 @dataclass(frozen=True)
 class CudaProgram:
+    """What runs, in order. ``strides``: the graph inputs declared with a layout other than row-major (DTensor
+    id → strides in elements); they must be passed laid out that way (``run.lay_out``)."""
+
     tensors: tuple[TensorType, ...]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     steps: tuple[Step, ...]
+    strides: Mapping[int, Dims] = field(default_factory=dict)
 
     @property
     def launches(self) -> tuple[KernelLaunch, ...]:
         return tuple(s for s in self.steps if isinstance(s, KernelLaunch))
 
     def __str__(self) -> str:
-        ins = ", ".join(f"d{t}: {self.tensors[t]}" for t in self.inputs)
+        ins = ", ".join(f"d{t}: {self.tensors[t]}" + (f" strides {self.strides[t]}" if t in self.strides else "")
+                        for t in self.inputs)
         body = [f"  {s}" for s in self.steps]
         return "\n".join([f"CudaProgram({ins})", *body, f"  return {', '.join(f'd{t}' for t in self.outputs)}"])
 
 
-def plan_cuda(graph: KernelGraph, options: CodegenOptions | None = None, **flags: bool) -> CudaProgram:
-    """The launches and library calls of ``graph`` (tensor cores and padding change the shared memory)."""
+def prepare(graph: KernelGraph | KernelGraphBuilder, library_calls: bool = False) -> KernelGraph:
+    """``graph`` frozen, with its predefined kernel ops lowered to one-op custom kernels (``codegen.lower``), or
+    left to library calls with ``library_calls=True``."""
+    g = as_graph(graph)
+    return g if library_calls else lower_kernel_ops(g)
+
+
+def input_strides(graph: KernelGraph) -> dict[int, Dims]:
+    """Graph input (DTensor id) → its declared strides, for the inputs that are not row-major."""
+    out = {}
+    for node in graph.nodes:
+        if node.op is Op.INPUT and node.attr("strides") is not None:
+            t = node.outputs[0]
+            if tuple(node.attr("strides")) != contiguous_strides(graph.tensors[t].dims):
+                out[t] = tuple(node.attr("strides"))
+    return out
+
+
+def plan_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
+              library_calls: bool = False, **flags: bool) -> CudaProgram:
+    """The launches of ``graph`` (a builder or a frozen graph): one per customized op, and one per predefined kernel
+    op, lowered to a custom kernel; with ``library_calls=True`` those stay library calls (CuPy, cuBLAS). Tensor
+    cores and padding change the shared memory."""
     opts = codegen_options(options, flags)
+    graph = prepare(graph, library_calls)
     steps: list[Step] = []
     for k, node in enumerate(graph.nodes):
         if node.op is Op.INPUT:
@@ -225,19 +277,25 @@ def plan_cuda(graph: KernelGraph, options: CodegenOptions | None = None, **flags
         elif node.kind in LIBRARY_KINDS:
             steps.append(LibraryCall(k, node.op, node.inputs, node.outputs, node.attrs))
         else:
-            raise UnsupportedOpError(f"kernel-level op {node.op.value} (node {k}) has no CUDA lowering")
-    return CudaProgram(graph.tensors, graph.inputs, graph.outputs, tuple(steps))
+            raise UnsupportedOpError(f"kernel-level op {node.op.value} (node {k}) has no library call; "
+                                     "generate its kernel (library_calls=False)")
+    return CudaProgram(graph.tensors, graph.inputs, graph.outputs, tuple(steps), input_strides(graph))
 
 
-def generate_cuda(graph: KernelGraph, options: CodegenOptions | None = None, **flags: bool) -> str:
-    """The complete CUDA source of ``graph``: one kernel per customized op, in node order. ``options`` (or
-    keyword flags): ``prefetch`` overlaps each iteration's loads of the next tiles with its arithmetic;
-    ``split_sums`` spreads sums with few outputs over the idle threads; ``tensor_cores`` runs the matmuls
-    that fit on wmma; ``padding`` pads the rows of tiles read across rows (see the module docstring).
-    ``PLAIN``, all off: the plain loops."""
+def generate_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
+                  library_calls: bool = False, **flags: bool) -> str:
+    """The complete CUDA source of ``graph`` (a builder or a frozen graph): one kernel per customized op and per
+    predefined kernel op (lowered to a one-op custom kernel by ``codegen.lower``; ``library_calls=True`` leaves
+    those to CuPy and generates only the custom kernels), in node order. ``options`` (or keyword flags):
+    ``prefetch`` overlaps each iteration's loads of the next tiles with its arithmetic; ``split_sums`` spreads
+    sums with few outputs over the idle threads; ``tensor_cores`` runs the matmuls that fit on wmma; ``padding``
+    pads the rows of tiles read across rows (see the module docstring). ``PLAIN``, all off: the plain loops.
+    Inputs declared with strides are read in that layout."""
     opts = codegen_options(options, flags)
+    graph = prepare(graph, library_calls)
+    strides = input_strides(graph)
     dtypes = {t.dtype for bg in graph.block_graphs for t in bg.tensors}
-    writers = [KernelWriter(node.body, f"{KERNEL_PREFIX}{k}", opts)
+    writers = [KernelWriter(node.body, f"{KERNEL_PREFIX}{k}", opts, [strides.get(t) for t in node.inputs])
                for k, node in enumerate(graph.nodes) if node.body is not None]
     head = ["// Generated by mirage_lab.codegen.cuda from a μGraph; regenerate rather than edit.",
             "#include <cuda_fp16.h>"]
@@ -268,10 +326,13 @@ def coords(dims: Dims, idx: str) -> list[str]:
     return out
 
 
-def flat(dims: Dims, cs: list[str]) -> str:
-    """The flat row-major index of coordinates ``cs`` (size-1 dims broadcast: they read index 0)."""
-    terms = [c if s == 1 else f"({c}) * {s}" if " " in c else f"{c} * {s}"
-             for c, n, s in zip(cs, dims, contiguous_strides(dims), strict=True) if n > 1 and c != "0"]
+def flat(dims: Dims, cs: list[str], strides: Dims | None = None) -> str:
+    """The flat row-major index of coordinates ``cs`` (size-1 dims broadcast: they read index 0), or the offset
+    under ``strides`` (a DTensor's declared layout; in 64-bit arithmetic when its span passes 32 bits)."""
+    st = contiguous_strides(dims) if strides is None else strides
+    wide = strides is not None and sum((n - 1) * s for n, s in zip(dims, st, strict=True)) >= 2**31
+    terms = [f"(long long)({c}) * {s}" if wide else c if s == 1 else f"({c}) * {s}" if " " in c else f"{c} * {s}"
+             for c, n, s in zip(cs, dims, st, strict=True) if n > 1 and c != "0" and s != 0]
     return " + ".join(terms) or "0"
 
 
@@ -307,7 +368,9 @@ FINAL_EXPR: dict[Op, Callable[[str, int], str]] = {
 class KernelWriter:
     """Emits the kernel of one block graph; ``EMIT[op](writer, k)`` writes node k's code."""
 
-    def __init__(self, bg: BlockGraph, name: str, options: CodegenOptions | None = None) -> None:
+    def __init__(self, bg: BlockGraph, name: str, options: CodegenOptions | None = None,
+                 input_strides: Sequence[Dims | None] = ()) -> None:
+        """``input_strides``: per customized input (loader), its DTensor's declared strides, None for row-major."""
         options = options or CodegenOptions()
         self.bg, self.name, self.split_sums = bg, name, options.split_sums
         kp = plan_kernel(bg, options)
@@ -317,6 +380,8 @@ class KernelWriter:
         self.depth = 1
         self.loader_param = {k: f"in{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.INPUT)}
         self.saver_param = {k: f"out{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.OUTPUT)}
+        #: loader → its DTensor's declared strides, for the loaders of inputs that are not row-major
+        self.strides = {k: st for k, st in zip(self.loader_param, input_strides, strict=False) if st is not None}
         for t in bg.tensors:
             ctype(t.dtype)  # fail early on an unsupported dtype
         self.prefetched = self._prefetched_loaders() if options.prefetch else {}
@@ -332,7 +397,7 @@ class KernelWriter:
             if node.op is not Op.INPUT:
                 continue
             d = loader_dtensor(node)
-            tc = tile_copy(self.dims(node.outputs[0]), d.dims, d.dtype.itemsize, self.threads)
+            tc = tile_copy(self.dims(node.outputs[0]), d.dims, d.dtype.itemsize, self.threads, self.strides.get(k))
             if tc.vtype:  # rows of whole vectors only; the others keep the plain copy
                 need[k] = tc.rounds
                 regs[k] = tc.rounds * tc.step * d.dtype.itemsize // 4
@@ -420,7 +485,7 @@ class KernelWriter:
             self.line(f"{ty}* {b.key} = reinterpret_cast<{ty}*>(smem + {plan.offsets[b.key]});")
         for k, n in self.prefetched.items():  # first, so these loads fly during the hoisted ones
             d = loader_dtensor(bg.nodes[k])
-            vtype = _vector(self.dims(bg.nodes[k].outputs[0]), d.dims, d.dtype.itemsize)[1]
+            vtype = _vector(self.dims(bg.nodes[k].outputs[0]), d.dims, d.dtype.itemsize, self.strides.get(k))[1]
             self.line(f"{vtype} pf{k}[{n}];  // s{bg.nodes[k].outputs[0]}'s next tile")
             self.emit(k, "iteration 0, into registers", fetch="0")
         for st in sched.prologue:
@@ -495,12 +560,14 @@ def ctype(dtype: DType) -> str:
 # --------------------------------------------------------------------------- per-op emission
 
 
-def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: bool, itemsize: int) -> None:
-    """Copy STensor t's tile between shared memory and a row-major DTensor at offset ``base``.
+def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: bool, itemsize: int,
+               strides: Dims | None = None) -> None:
+    """Copy STensor t's tile between shared memory and a DTensor at offset ``base``: row-major, or laid out in
+    ``strides`` (a strided graph input).
 
     In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``_vector``); a
     padded tile's rows are whole vectors too, so each vector stays inside one row."""
-    tc = tile_copy(w.dims(t), full, itemsize, w.threads)
+    tc = tile_copy(w.dims(t), full, itemsize, w.threads, strides)
     w.line(f"const long long base = {base};")
     loop: AbstractContextManager[None]
     if tc.group:
@@ -509,7 +576,7 @@ def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: 
     else:
         loop = w.for_each(tc.chunks, "c")
     with loop:
-        smem, g = _copy_addresses(w, t, full, tc)
+        smem, g = _copy_addresses(w, t, full, tc, strides)
         smem, g = f"s{t}[{smem}]", f"{glob}[base + {g}]"
         src, dst = (g, smem) if load else (smem, g)
         if tc.vtype:
@@ -537,8 +604,8 @@ class TileCopy:
         return self.per_row * self.rows
 
 
-def tile_copy(tile: Dims, full: Dims, itemsize: int, threads: int) -> TileCopy:
-    step, vtype = _vector(tile, full, itemsize)
+def tile_copy(tile: Dims, full: Dims, itemsize: int, threads: int, strides: Dims | None = None) -> TileCopy:
+    step, vtype = _vector(tile, full, itemsize, strides)
     per_row, rows = tile[-1] // step, math.prod(tile[:-1])
     if per_row < threads and threads % per_row and rows > 1:
         group = threads // per_row
@@ -546,23 +613,30 @@ def tile_copy(tile: Dims, full: Dims, itemsize: int, threads: int) -> TileCopy:
     return TileCopy(step, vtype, per_row, rows, 0, -(-(per_row * rows) // threads))
 
 
-def _copy_addresses(w: KernelWriter, t: int, full: Dims, tc: TileCopy) -> tuple[str, str]:
+def _copy_addresses(w: KernelWriter, t: int, full: Dims, tc: TileCopy, strides: Dims | None = None
+                    ) -> tuple[str, str]:
     """(shared-memory offset, DTensor offset from the tile's base) of the current copy: of ``c`` when flat,
-    of (``row``, ``col``) by rows. Declares ``idx`` (the flat index) for the flat mapping."""
+    of (``row``, ``col``) by rows. Declares ``idx`` (the flat index) for the flat mapping. ``strides``: the
+    DTensor's declared layout (None: row-major)."""
     tile = w.dims(t)
     if tc.group:
         col = f"col * {tc.step}" if tc.step > 1 else "col"
-        return f"row * {w.pitch(t)} + {col}", flat(full, [*coords(tile[:-1], "row"), col])
+        return f"row * {w.pitch(t)} + {col}", flat(full, [*coords(tile[:-1], "row"), col], strides)
     w.line(f"const int idx = c * {tc.step};" if tc.step > 1 else "const int idx = c;")
-    return w.offset(t, "idx"), flat(full, coords(tile, "idx")) if tile != full else "idx"
+    whole = tile == full and strides is None
+    return w.offset(t, "idx"), "idx" if whole else flat(full, coords(tile, "idx"), strides)
 
 
-def _vector(tile: Dims, full: Dims, itemsize: int) -> tuple[int, str]:
+def _vector(tile: Dims, full: Dims, itemsize: int, strides: Dims | None = None) -> tuple[int, str]:
     """(elements per copy, vector type): the widest vector such that every tile row is whole vectors and
-    every DTensor row starts aligned (tile offsets are then aligned too); (1, "") for element copies."""
+    every DTensor row starts aligned (tile offsets are then aligned too); (1, "") for element copies. A DTensor
+    laid out in ``strides`` takes vectors only where its last dim is contiguous (stride 1) and every other stride
+    keeps rows aligned; otherwise each element is loaded on its own."""
     for size, vtype in VECTORS:
         vec = size // itemsize
-        if vec > 1 and tile[-1] % vec == 0 and full[-1] % vec == 0:
+        rows_aligned = full[-1] % vec == 0 if strides is None else strides[-1] == 1 and all(
+            s % vec == 0 for n, s in zip(full[:-1], strides[:-1], strict=True) if n > 1)
+        if vec > 1 and tile[-1] % vec == 0 and rows_aligned:
             return vec, vtype
     return 1, ""
 
@@ -572,9 +646,10 @@ def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
     its shared-memory tile. Register r of a thread holds its r-th copy in ``_tile_copy``'s order."""
     node = w.bg.nodes[k]
     d, t = loader_dtensor(node), node.outputs[0]
-    tc = tile_copy(w.dims(t), d.dims, d.dtype.itemsize, w.threads)
+    strides = w.strides.get(k)
+    tc = tile_copy(w.dims(t), d.dims, d.dtype.itemsize, w.threads, strides)
     if iteration is not None:
-        base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), iteration)
+        base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), iteration, strides)
         w.line(f"const long long base = {base};")
     if tc.group:
         w.line(f"const int col = threadIdx.x % {tc.per_row}, row0 = threadIdx.x / {tc.per_row};")
@@ -587,7 +662,7 @@ def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
             w.line(f"const int c = threadIdx.x + r * {w.threads};")
             guard = f"c < {tc.chunks}"
         with w.block(f"if ({guard})"):
-            smem, g = _copy_addresses(w, t, d.dims, tc)
+            smem, g = _copy_addresses(w, t, d.dims, tc, strides)
             if iteration is not None:
                 w.line(f"pf{k}[r] = *reinterpret_cast<const {tc.vtype}*>(&{w.loader_param[k]}[base + {g}]);")
             else:
@@ -595,12 +670,15 @@ def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
 
 
 def _block_offset(w: KernelWriter, full: Dims, tile: Dims, amap: tuple[int, ...], fmap: int,
-                  iteration: str = "i") -> str:
-    """The DTensor offset of this block's (and iteration's) tile: ``c[d]·t[d]`` per SPEC §3.4."""
-    strides = contiguous_strides(full)
+                  iteration: str = "i", strides: Dims | None = None) -> str:
+    """The DTensor offset of this block's (and iteration's) tile: ``c[d]·t[d]`` per SPEC §3.4, in elements of
+    a row-major DTensor or of one laid out in ``strides``."""
+    strides = strides or contiguous_strides(full)
     terms = []
     for d in range(len(full)):
         unit = tile[d] * strides[d]
+        if unit == 0:  # a stride-0 (broadcast) dim: every tile starts at the same place
+            continue
         for a in range(3):
             if amap[a] == d and w.bg.grid[a] > 1:
                 scale = unit * (w.bg.forloop_range if fmap == d else 1)
@@ -615,8 +693,9 @@ def emit_loader(w: KernelWriter, k: int) -> None:
     node = w.bg.nodes[k]
     d = loader_dtensor(node)
     t = node.outputs[0]
-    base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1))
-    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize)
+    strides = w.strides.get(k)
+    base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), strides=strides)
+    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize, strides)
 
 
 def emit_saver(w: KernelWriter, k: int) -> None:

@@ -19,7 +19,12 @@ and fp32), and kernel outputs start as NaN: a read of shared memory nobody wrote
 nobody stored, turns into NaN in the result instead of passing silently. A write into the guard, or a
 misaligned vector access (a fault on a GPU), raises ``EmulationError`` naming the kernel, block, thread.
 
-Kernel-level library ops run in numpy by the op table's evaluation rule in fp32, as ``run.py`` does on CuPy.
+Predefined kernel ops run as their lowered kernels (``codegen.lower``); with ``library_calls=True`` they run in
+numpy by the op table's evaluation rule in fp32 instead, as ``run.py`` does on CuPy. Inputs declared with strides
+are passed laid out in them (``run.lay_out``), so the kernels' strided loads are what is checked.
+
+Libraries are cached in the per-user private cache (``mirage_lab.cache``) and loaded only when their sha256
+matches the record written when they were built.
 """
 
 from __future__ import annotations
@@ -36,11 +41,22 @@ import numpy as np
 
 from mirage_lab.cache import HashedStore
 from mirage_lab.codegen.compile import CompileError
-from mirage_lab.codegen.cuda import CodegenOptions, CudaProgram, KernelLaunch, codegen_options, generate_cuda, plan_cuda
-from mirage_lab.codegen.run import evaluate_library
-from mirage_lab.errors import InputError, MirageError, UnsupportedOpError
+from mirage_lab.codegen.cuda import (
+    ENTRY_KEYWORDS,
+    CodegenOptions,
+    CudaProgram,
+    KernelLaunch,
+    codegen_options,
+    generate_cuda,
+    plan_cuda,
+    prepare,
+)
+from mirage_lab.codegen.run import evaluate_library, lay_out
+from mirage_lab.errors import ArgumentError, MirageError, UnsupportedOpError
+from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.semantics.interpret import check_inputs
 
 Schedule = Literal["forward", "reverse", "threads"]
 SCHEDULES: dict[str, int] = {"forward": 0, "reverse": 1, "threads": 2}
@@ -366,26 +382,26 @@ def _kernels_in_log(text: str, log: str) -> str:
     return "kernel " + ", ".join(sorted(hit)) if hit else "the source"
 
 
-def run_cuda_on_cpu(graph: KernelGraph, inputs: Sequence[np.ndarray], *, source: str | None = None,
-                    schedule: Schedule = "forward", options: CodegenOptions | None = None,
-                    **flags: bool) -> list[np.ndarray]:
-    """Run ``graph``'s generated CUDA on the CPU; outputs in the tensors' dtype. ``options`` or keyword flags
-    (``codegen.cuda.CodegenOptions``) choose the code; ``source`` replaces it with a variant (whose shared
-    memory must fit the plan of those options)."""
+def run_cuda_on_cpu(graph: KernelGraph | KernelGraphBuilder, inputs: Sequence[np.ndarray], *,
+                    source: str | None = None, schedule: Schedule = "forward", options: CodegenOptions | None = None,
+                    library_calls: bool = False, **flags: bool) -> list[np.ndarray]:
+    """Run ``graph``'s (a builder or a frozen graph) generated CUDA on the CPU; outputs in the tensors' dtype.
+    ``options`` or keyword flags (``codegen.cuda.CodegenOptions``) choose the code; ``source`` replaces it with a
+    variant (whose shared memory must fit the plan of those options). Every op runs a generated kernel;
+    ``library_calls=True`` evaluates predefined kernel ops in numpy instead. Inputs declared with strides are
+    passed laid out in them."""
     if schedule not in SCHEDULES:
-        raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-    opts = codegen_options(options, flags)
-    program = plan_cuda(graph, opts)
-    text = generate_cuda(graph, opts) if source is None else source
+        raise ArgumentError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    opts = codegen_options(options, flags, (*ENTRY_KEYWORDS, "source", "schedule"))
+    graph = prepare(graph, library_calls)
+    program = plan_cuda(graph, opts, library_calls=library_calls)
+    text = generate_cuda(graph, opts, library_calls=library_calls) if source is None else source
+    check_inputs(graph, inputs)
     lib = build_library(text) if program.launches else None
     types = program.tensors
-    if len(inputs) != len(program.inputs):
-        raise InputError(f"the graph has {len(program.inputs)} inputs, got {len(inputs)} arrays")
     env: dict[int, np.ndarray] = {}
     for i, (t, a) in enumerate(zip(program.inputs, inputs, strict=True)):
-        if tuple(np.shape(a)) != types[t].dims:
-            raise InputError(f"input {i} must have shape {types[t].dims}, got {tuple(np.shape(a))}")
-        env[t] = np.ascontiguousarray(a, dtype=_np_dtype(types[t].dtype))  # kernels assume row-major
+        env[t] = lay_out(np, a, _np_dtype(types[t].dtype), types[t].dims, program.strides.get(t), f"input {i} (d{t})")
     for step in program.steps:
         if isinstance(step, KernelLaunch):
             assert lib is not None

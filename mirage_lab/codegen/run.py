@@ -1,6 +1,8 @@
-"""Running a μGraph on a GPU: generated kernels through CuPy, library ops as CuPy calls, event timing.
+"""Running a μGraph on a GPU: generated kernels through CuPy (library ops as CuPy calls with
+``library_calls=True``), inputs laid out in their declared strides, event timing.
 
-Everything here needs CuPy and a CUDA device; CuPy is imported only when something runs.
+Everything here needs CuPy and a CUDA device (``lay_out`` and ``evaluate_library`` also serve the CPU emulator
+with numpy); CuPy is imported only when something runs.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from mirage_lab.codegen.cuda import (
     codegen_options,
     generate_cuda,
     plan_cuda,
+    prepare,
 )
 from mirage_lab.errors import InputError, ResourceError
+from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import EvalArgs, Op
+from mirage_lab.ir.tensor import Dims
+from mirage_lab.semantics.interpret import check_inputs
 
 #: the default dynamic shared-memory limit; a kernel above it must opt in
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
@@ -41,6 +47,33 @@ def evaluate_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[t
     return out.astype(out_dtype)
 
 
+def lay_out(xp: Any, a: Any, dtype: Any, dims: Dims, strides: Dims | None, what: str) -> Any:
+    """``a`` as an array of ``xp`` (numpy or cupy) in ``dtype``: row-major, or, for an input declared with
+    ``strides`` (in elements), a view of a buffer laid out in exactly those strides, whose data pointer is what the
+    generated loaders address. Where the strides make elements share memory (stride 0, overlaps), ``a`` must agree
+    there; otherwise an ``InputError`` names the input."""
+    arr = xp.asarray(a, dtype=dtype)
+    if strides is None:
+        return xp.ascontiguousarray(arr)
+    itemsize = xp.dtype(dtype).itemsize
+    nbytes = tuple(s * itemsize for s in strides)
+    if tuple(arr.strides) == nbytes:
+        return arr  # already in the declared layout (a transposed view, np.asfortranarray, …)
+    span = 1 + sum((n - 1) * s for n, s in zip(dims, strides, strict=True))
+    try:
+        buf = xp.empty(span, dtype=dtype)
+    except MemoryError:
+        raise ResourceError(f"{what} is declared with strides {strides}: laid out that way its {arr.size} elements "
+                            f"span {span}, more than memory holds; declare tighter strides") from None
+    view = xp.lib.stride_tricks.as_strided(buf, dims, nbytes)
+    view[...] = arr
+    if not bool(xp.array_equal(view, arr, equal_nan=True)):
+        raise InputError(f"{what} is declared with strides {strides}, under which some of its elements share memory, "
+                         "but the array differs between them; pass an array that repeats along the stride-0 (or "
+                         "overlapping) dims, or declare the input without those strides")
+    return view
+
+
 def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[int, ...]], out_dtype: Any) -> Any:
     """One kernel-level op on CuPy: fp16 matmul straight to cuBLAS (fp32 accumulation), everything else by
     ``evaluate_library``."""
@@ -52,13 +85,19 @@ def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[
 
 
 class CompiledGraph:
-    """A μGraph ready to run: ``outputs = compiled(*inputs)`` on CuPy arrays, in the graph's input order."""
+    """A μGraph ready to run: ``outputs = compiled(*inputs)`` on CuPy arrays, in the graph's input order.
 
-    def __init__(self, graph: KernelGraph, options: CodegenOptions | None = None) -> None:
-        self.graph = graph
+    Every op runs a generated kernel (predefined kernel ops lowered by ``codegen.lower``); with
+    ``library_calls=True`` predefined kernel ops run as CuPy calls instead (fp16 matmuls on cuBLAS): the unfused
+    timing baseline, ``unfused_cupy``."""
+
+    def __init__(self, graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
+                 library_calls: bool = False) -> None:
+        self.graph = prepare(graph, library_calls)
         self.options = options or CodegenOptions()
-        self.program: CudaProgram = plan_cuda(graph, self.options)
-        self.source = generate_cuda(graph, self.options)
+        self.library_calls = library_calls
+        self.program: CudaProgram = plan_cuda(self.graph, self.options, library_calls=library_calls)
+        self.source = generate_cuda(self.graph, self.options, library_calls=library_calls)
         self._kernels: dict[str, Any] = {}
         if self.program.launches:
             import cupy
@@ -82,13 +121,11 @@ class CompiledGraph:
         import cupy
 
         types = self.graph.tensors
-        if len(inputs) != len(self.program.inputs):
-            raise InputError(f"the graph has {len(self.program.inputs)} inputs, got {len(inputs)} arrays")
+        check_inputs(self.graph, inputs)
         env: dict[int, Any] = {}
         for i, (t, a) in enumerate(zip(self.program.inputs, inputs, strict=True)):
-            if tuple(a.shape) != types[t].dims:
-                raise InputError(f"input {i} must have shape {types[t].dims}, got {tuple(a.shape)}")
-            env[t] = cupy.ascontiguousarray(a, dtype=types[t].dtype.value)  # kernels assume row-major
+            env[t] = lay_out(cupy, a, types[t].dtype.value, types[t].dims, self.program.strides.get(t),
+                             f"input {i} (d{t})")
         for step in self.program.steps:
             if isinstance(step, KernelLaunch):
                 outs = [cupy.empty(types[t].dims, dtype=types[t].dtype.value) for t in step.args[-self._n_out(step):]]
@@ -106,14 +143,23 @@ class CompiledGraph:
         return len(self.graph.nodes[step.node].outputs)
 
 
-def compile(graph: KernelGraph, options: CodegenOptions | None = None, **flags: bool) -> CompiledGraph:
-    """Generate, compile (CuPy RawModule) and wrap ``graph`` as a callable on CuPy arrays. ``options``, or
-    keyword flags such as ``prefetch=False``: see ``codegen.cuda.CodegenOptions``."""
-    return CompiledGraph(graph, codegen_options(options, flags))
+def compile(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
+            library_calls: bool = False, **flags: bool) -> CompiledGraph:
+    """Generate, compile (CuPy RawModule) and wrap ``graph`` (a builder or a frozen graph) as a callable on CuPy
+    arrays. ``options``, or keyword flags such as ``prefetch=False``: see ``codegen.cuda.CodegenOptions``;
+    ``library_calls=True`` runs predefined kernel ops through CuPy instead of generated kernels."""
+    return CompiledGraph(graph, codegen_options(options, flags), library_calls=library_calls)
 
 
 def unfused_cupy(program: KernelGraph) -> Callable[..., list[Any]]:
-    """The baseline: ``program`` op by op in CuPy (customized ops, if any, still run generated kernels)."""
+    """The timing baseline: ``program`` op by op in CuPy, fp16 matmuls on cuBLAS (customized ops, if any, still
+    run generated kernels)."""
+    return CompiledGraph(program, library_calls=True)
+
+
+def unfused_cuda(program: KernelGraph) -> Callable[..., list[Any]]:
+    """``program`` op by op as generated kernels (one lowered custom kernel per op): the CUDA of the unfused
+    program, for comparing our kernels with the library's."""
     return CompiledGraph(program)
 
 

@@ -1,5 +1,6 @@
-"""The μGraphs whose generated CUDA is kept as snapshots: FUSED at batch 1 and 8, three reference graphs, and the
-best μGraph each benchmark search found (``data/search_best``, written by ``benchmarks/search.py --save-best``)."""
+"""The μGraphs whose generated CUDA is kept as snapshots: FUSED at batch 1 and 8, every unfused benchmark program at
+batch 1 (each op lowered to its own kernel), three reference graphs, and the best μGraph each benchmark search found
+(``data/search_best``, written by ``benchmarks/search.py --save-best``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import mirage_lab as ml
 from mirage_lab.bench.fused import FUSED
+from mirage_lab.bench.programs import PROGRAMS
 from mirage_lab.ir.graph import KernelGraph
 
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
@@ -28,6 +30,8 @@ def snapshot_graphs(reference_dir: Path | None) -> dict[str, Callable[[], Kernel
     for name, make in FUSED.items():
         for b in (1, 8):
             out[f"fused_{name}_bs{b}"] = lambda make=make, b=b: make(b)
+    for name, make in PROGRAMS.items():
+        out[f"unfused_{name}_bs1"] = lambda make=make: make(1)
     for stem in SEARCH_BEST:
         out[f"search_{stem}"] = lambda stem=stem: search_best(stem)
     if reference_dir is not None:

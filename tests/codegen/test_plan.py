@@ -20,8 +20,9 @@ from mirage_lab.codegen.cuda import (
     LibraryCall,
     plan_cuda,
     plan_kernel,
+    prepare,
 )
-from mirage_lab.errors import UnsupportedOpError
+from mirage_lab.errors import ArgumentError, UnsupportedOpError
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.ops import OPS, Level, Op, ops_at
 from mirage_lab.ir.smem import SMEM_CAPACITY
@@ -39,7 +40,8 @@ def _graphs() -> list[tuple[str, KernelGraph]]:
 
 
 def _block_graphs() -> list[tuple[str, BlockGraph]]:
-    return [(f"{name}/{i}", bg) for name, g in _graphs() for i, bg in enumerate(g.block_graphs)]
+    """Every kernel's block graph, the lowered kernels of the unfused programs included."""
+    return [(f"{name}/{i}", bg) for name, g in _graphs() for i, bg in enumerate(prepare(g).block_graphs)]
 
 
 def test_every_block_op_is_emitted_or_listed_unsupported() -> None:
@@ -118,11 +120,9 @@ def test_launches_match_the_block_graphs(name: str, g: KernelGraph) -> None:
     program = plan_cuda(g)
     source = ml.generate_cuda(g)
     assert len(program.steps) == len(g.compute_nodes)
+    lowered = prepare(g)  # the unfused programs' ops, each a custom kernel
     for step in program.steps:
-        node = g.nodes[step.node]
-        if isinstance(step, LibraryCall):
-            assert node.body is None and step.op is node.op
-            continue
+        node = lowered.nodes[step.node]
         assert isinstance(step, KernelLaunch) and node.body is not None
         bg = node.body
         assert step.grid == bg.grid and step.threads == 128
@@ -134,13 +134,24 @@ def test_launches_match_the_block_graphs(name: str, g: KernelGraph) -> None:
         assert f"i < {bg.forloop_range};" in kernel
 
 
+def test_library_calls_keep_the_predefined_ops() -> None:
+    """With library_calls=True a predefined kernel op is a CuPy call (the timing baseline), not a kernel."""
+    g = FUSED["gqa"](1)
+    program = plan_cuda(g, library_calls=True)
+    assert program == plan_cuda(g)  # nothing to keep: every op of the fused graph is a custom kernel
+    unfused = ml.bench.programs.PROGRAMS["gated_mlp"](1)
+    steps = plan_cuda(unfused, library_calls=True).steps
+    assert all(isinstance(s, LibraryCall) for s in steps)
+    assert "cupy.matmul(d0, d1)" in str(plan_cuda(unfused, library_calls=True))
+
+
 def test_program_repr_is_readable() -> None:
     text = str(plan_cuda(FUSED["gqa"](1)))
     assert "mirage_k3<<<(2,8,16), 128," in text and text.endswith("return d5")
 
 
 def test_library_ops_are_listed() -> None:
-    program = plan_cuda(ml.bench.programs.PROGRAMS["gated_mlp"](1))
+    program = plan_cuda(ml.bench.programs.PROGRAMS["gated_mlp"](1), library_calls=True)
     assert [s.op for s in program.steps if isinstance(s, LibraryCall)] == [Op.MATMUL, Op.SILU, Op.MATMUL, Op.MUL]
     assert not program.launches
 
@@ -194,7 +205,19 @@ def test_padded_source_addresses_rows_by_pitch() -> None:
 
 
 def test_codegen_options_are_checked() -> None:
-    with pytest.raises(ml.MirageError, match=r"unknown codegen option\(s\) \['prefetsh'\]; the options are prefetch"):
-        ml.generate_cuda(FUSED["gqa"](1), prefetsh=False)
-    with pytest.raises(ml.MirageError, match="not both"):
-        ml.generate_cuda(FUSED["gqa"](1), PLAIN, prefetch=False)
+    """An unknown keyword, a flag that is not a bool, options of the wrong type, or both ways at once: an
+    ArgumentError (a TypeError and a MirageError) naming the valid options and the closest one."""
+    g = FUSED["gqa"](1)
+    with pytest.raises(ArgumentError, match=r"unknown codegen option\(s\) 'prefetsh' \(did you mean 'prefetch'\?\); "
+                                            r"the options are prefetch, split_sums, tensor_cores, padding"):
+        ml.generate_cuda(g, prefetsh=False)
+    with pytest.raises(TypeError, match=r"'library_call' \(did you mean 'library_calls'\?\)"):
+        plan_cuda(g, library_call=True)
+    with pytest.raises(ml.MirageError, match=r"'xyz'; the options are"):  # nothing close: no suggestion
+        ml.generate_cuda(g, xyz=True)
+    with pytest.raises(ArgumentError, match="not both"):
+        ml.generate_cuda(g, PLAIN, prefetch=False)
+    with pytest.raises(ArgumentError, match=r"take True or False, got prefetch='no'"):
+        ml.generate_cuda(g, prefetch="no")
+    with pytest.raises(ArgumentError, match=r"options must be a CodegenOptions .* got dict"):
+        ml.generate_cuda(g, {"prefetch": False})  # type: ignore[arg-type]

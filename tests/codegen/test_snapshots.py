@@ -19,12 +19,13 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.codegen.compile import ARCHS, nvcc_available, nvcc_ptx
 from mirage_lab.codegen.cuda import KERNEL_PREFIX
-from tests.codegen.graphs import FUSED, REFERENCE_GRAPHS, SEARCH_BEST, SNAPSHOT_DIR, snapshot_graphs
+from tests.codegen.graphs import FUSED, PROGRAMS, REFERENCE_GRAPHS, SEARCH_BEST, SNAPSHOT_DIR, snapshot_graphs
 
 UPDATE = os.environ.get("MIRAGE_UPDATE_SNAPSHOTS") == "1"
 FUSED_NAMES = [f"fused_{n}_bs{b}" for n in FUSED for b in (1, 8)]
 REF_NAMES = [f"ref_{n}" for n in REFERENCE_GRAPHS]
 SEARCH_NAMES = [f"search_{n}" for n in SEARCH_BEST]
+UNFUSED_NAMES = [f"unfused_{n}_bs1" for n in PROGRAMS]
 
 
 def _source(name: str, reference_dir: Path | None) -> str:
@@ -41,6 +42,12 @@ def _check(name: str, source: str) -> None:
 
 @pytest.mark.parametrize("name", FUSED_NAMES)
 def test_fused_snapshot(name: str) -> None:
+    _check(name, _source(name, None))
+
+
+@pytest.mark.parametrize("name", UNFUSED_NAMES)
+def test_unfused_snapshot(name: str) -> None:
+    """The unfused programs: one lowered kernel per op (codegen/lower.py), the CUDA baseline of each benchmark."""
     _check(name, _source(name, None))
 
 
@@ -63,7 +70,7 @@ def test_every_benchmark_search_has_a_recorded_best() -> None:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_snapshot_compiles(arch: str) -> None:
     paths = sorted(SNAPSHOT_DIR.glob("*.cu"))
-    assert len(paths) >= len(FUSED_NAMES) + len(SEARCH_NAMES)
+    assert len(paths) >= len(FUSED_NAMES) + len(SEARCH_NAMES) + len(UNFUSED_NAMES)
     combined = "".join(p.read_text().replace(KERNEL_PREFIX, f"{p.stem}_k") for p in paths)
     result = nvcc_ptx(combined, arch)
     want = sum(p.read_text().count("__global__") for p in paths)

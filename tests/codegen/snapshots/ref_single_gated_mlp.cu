@@ -247,3 +247,57 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     }
   }
 }
+
+extern "C" __global__ void __launch_bounds__(128) mirage_k4(
+    const __half* __restrict__ in0,
+    const __half* __restrict__ in1,
+    __half* __restrict__ out0) {
+  // grid (2, 8, 1), 128 threads, F = 1, 16384 B shared (first-fit; 20480 B without reuse), 3 barriers
+  extern __shared__ __align__(32) char smem[];
+  __half* s0 = reinterpret_cast<__half*>(smem + 8192);
+  __half* s1 = reinterpret_cast<__half*>(smem + 12288);
+  __half* s3 = reinterpret_cast<__half*>(smem + 8192);
+  float* acc3 = reinterpret_cast<float*>(smem + 0);
+  // s0 = input()  // hoisted: the same tile every iteration
+  {
+    const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+    }
+  }
+  // s1 = input()  // hoisted: the same tile every iteration
+  {
+    const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + idx]);
+    }
+  }
+  for (int idx = threadIdx.x; idx < 2048; idx += 128) {
+    acc3[idx] = 0.f;  // each thread updates the elements it zeroes
+  }
+  __syncthreads();  // hoisted tiles are read by every thread
+  for (int i = 0; i < 1; ++i) {
+    // s2 = mul(s0, s1)
+    {
+      for (int idx = threadIdx.x; idx < 2048; idx += 128) {
+        float v = __half2float(s0[idx]) * __half2float(s1[idx]);
+        acc3[idx] += v;  // accum_no_red
+      }
+    }
+    __syncthreads();  // the next iteration overwrites tiles still being read
+  }
+  for (int idx = threadIdx.x; idx < 2048; idx += 128) {
+    s3[idx] = __float2half(acc3[idx]);
+  }
+  __syncthreads();  // next stage reads this one
+  // saver = output(s3)
+  {
+    const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      *reinterpret_cast<uint4*>(&out0[base + idx]) = *reinterpret_cast<const uint4*>(&s3[idx]);
+    }
+  }
+}
