@@ -118,7 +118,7 @@ def _fitting_split(dims: Dims, limit: int, order: Sequence[int], what: str) -> d
         if parts is not None and math.prod(parts.values()) <= MAX_BLOCKS:
             return parts
         cap *= 2
-    raise ResourceError(f"no grid of at most {MAX_BLOCKS} blocks over dims {order} of {dims} gives {what} "
+    raise ResourceError(f"no grid of at most {MAX_BLOCKS} blocks over dims {list(order)} of {dims} gives {what} "
                         f"tiles of at most {limit * GROWTH} elements")
 
 

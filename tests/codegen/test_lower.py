@@ -89,6 +89,11 @@ def test_an_op_too_big_for_one_kernel_is_a_clear_error() -> None:
     with pytest.raises(ResourceError, match=r"kernel op rms_norm \(node 1: .*\) does not fit one generated kernel: "
                                             r".*Split the op into smaller ones, or run it as a library call"):
         ml.generate_cuda(g)
+    g = ml.new_kernel_graph()
+    g.mark_output(g.exp(g.new_input(dims=(4096, 4096, 64), dtype=ml.float16)))  # 1 G elements
+    with pytest.raises(ResourceError, match=r"kernel op exp .* does not fit one generated kernel: no grid of at most "
+                                            r"4096 blocks over dims \[0, 1, 2\] of \(4096, 4096, 64\)"):
+        plan_cuda(g)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
