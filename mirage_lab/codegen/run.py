@@ -23,7 +23,7 @@ from mirage_lab.codegen.cuda import (
     plan_cuda,
     prepare,
 )
-from mirage_lab.errors import InputError, ResourceError
+from mirage_lab.errors import InputError, ResourceError, UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import EvalArgs, Op
@@ -84,6 +84,29 @@ def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[
     return evaluate_library(call, args, in_dims, out_dtype, "cupy")
 
 
+def _device_cupy() -> Any:
+    """CuPy with a usable CUDA device, or an UnsupportedOpError that says how to get one or what to do without."""
+    why = "CuPy is not installed"
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        available = getattr(cupy, "is_available", None)
+        try:
+            usable = available() if callable(available) else True
+        except Exception as e:  # a broken driver install: say so instead of failing inside CuPy
+            usable, why = False, f"CuPy cannot reach a device ({type(e).__name__}: {e})"
+        else:
+            why = "CuPy finds no CUDA device"
+        if usable:
+            return cupy
+    raise UnsupportedOpError(f"running generated CUDA needs CuPy and a CUDA device ({why}): pip install -e "
+                             "'.[gpu]' on a GPU machine. Without one, ml.generate_cuda gives the source and "
+                             "mirage_lab.codegen.emulate.run_cuda_on_cpu (mirage-lab codegen --emulate) runs it on "
+                             "the CPU")
+
+
 class CompiledGraph:
     """A μGraph ready to run: ``outputs = compiled(*inputs)`` on CuPy arrays, in the graph's input order.
 
@@ -93,6 +116,7 @@ class CompiledGraph:
 
     def __init__(self, graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
                  library_calls: bool = False) -> None:
+        _device_cupy()
         self.graph = prepare(graph, library_calls)
         self.options = options or CodegenOptions()
         self.library_calls = library_calls
