@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 
 class UsageError(Exception):
@@ -20,44 +21,26 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _number(parse: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> Callable[[str], Any]:
+    """An argparse type: ``parse`` the text, then check it (finite numbers only: NaN fails every ``ok``)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not (math.isfinite(value) and ok(value)):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    convert.__name__ = expected
+    return convert
 
 
-def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
-    return value
-
-
-def tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text!r}")
-    return value
+positive_int = _number(int, lambda v: v >= 1, "a positive integer")
+count = _number(int, lambda v: v >= 0, "an integer ≥ 0")
+positive_seconds = _number(float, lambda v: v > 0, "a finite number of seconds > 0")
+tolerance = _number(float, lambda v: v >= 0, "a finite number ≥ 0")
 
 
 def cuda_arch(text: str) -> str:

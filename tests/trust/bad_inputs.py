@@ -29,19 +29,10 @@ import numpy as np
 import mirage_lab as ml
 from mirage_lab import errors as E
 from mirage_lab.search.config import SearchConfig, preset
-
-SMALL_PROGRAM = '''
-import mirage_lab as ml
-
-g = ml.new_kernel_graph()
-x = g.new_input(dims=(2, 256), dtype=ml.float16)
-w = g.new_input(dims=(256, 512), dtype=ml.float16)
-g.mark_output(g.matmul(g.rms_norm(x), w))
-program = g
-'''
+from tests.cli.small import PROGRAM
 
 PROGRAM_FILES = {
-    "good.py": SMALL_PROGRAM,
+    "good.py": PROGRAM,
     "raises.py": "def build():\n    return 1 / 0\n\n\nbuild()\n",
     "mirage_raises.py": "import mirage_lab as ml\n\ng = ml.new_kernel_graph()\nx = g.new_input(dims=(2, 3))\n"
                         "y = g.new_input(dims=(4, 5))\ng.matmul(x, y)\n",

@@ -5,7 +5,6 @@ AttributeError)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,14 +15,9 @@ from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.semantics.backend import cupy_available
 from tests.search.test_search import SMALL
+from tests.trust.bad_inputs import Workspace
 
-
-def builder() -> Any:
-    g = ml.new_kernel_graph()
-    x = g.new_input(dims=(2, 256), dtype=ml.float16)
-    w = g.new_input(dims=(256, 512), dtype=ml.float16)
-    g.mark_output(g.matmul(g.rms_norm(x), w))
-    return g
+builder = Workspace.small
 
 
 def inputs() -> list[np.ndarray]:
