@@ -50,6 +50,7 @@ def run_trust_table(limit: float) -> list[tuple[Case, Outcome]]:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 os.chdir(cwd)
+        print(f"[{len(results)}/{len(CASES)}] {results[-1][1].kind:9} {case.id}", file=sys.stderr, flush=True)
     return results
 
 
