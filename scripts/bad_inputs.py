@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -26,32 +26,33 @@ from mirage_lab.errors import MirageError  # noqa: E402
 from tests.trust.bad_inputs import CASES, Case, Outcome, Workspace, run_case, summarize  # noqa: E402
 
 
-class CaseTimeout(BaseException):
-    """A case still running after its time: the input was accepted (a search or a run started)."""
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise CaseTimeout
-
-
 def run_trust_table(limit: float) -> list[tuple[Case, Outcome]]:
+    """Each case in a forked child, killed after ``limit`` seconds: a bad input that starts a search instead of
+    being refused counts as accepted (silent), and no case can leave state behind for the next."""
     results = []
-    signal.signal(signal.SIGALRM, _alarm)
+    fork = multiprocessing.get_context("fork")
     for case in CASES:
         with tempfile.TemporaryDirectory(prefix="mirage_bad_") as tmp:
-            cwd = os.getcwd()
-            os.chdir(tmp)
-            os.environ["MIRAGE_LAB_CACHE"] = str(Path(tmp) / "cache")
-            signal.setitimer(signal.ITIMER_REAL, limit)
-            try:
-                results.append((case, run_case(case, Workspace(Path(tmp)))))
-            except CaseTimeout:
-                results.append((case, Outcome("silent", f"accepted: still running after {limit:.0f} s")))
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                os.chdir(cwd)
+            receive, send = fork.Pipe(duplex=False)
+            child = fork.Process(target=_run_in_child, args=(case, Path(tmp), send))
+            child.start()
+            send.close()
+            outcome = receive.recv() if receive.poll(limit) else None
+            child.kill()
+            child.join()
+            results.append((case, outcome or Outcome("silent", f"accepted: still running after {limit:.0f} s")))
         print(f"[{len(results)}/{len(CASES)}] {results[-1][1].kind:9} {case.id}", file=sys.stderr, flush=True)
     return results
+
+
+def _run_in_child(case: Case, tmp: Path, send: Any) -> None:
+    os.chdir(tmp)
+    os.environ["MIRAGE_LAB_CACHE"] = str(tmp / "cache")
+    try:
+        outcome = run_case(case, Workspace(tmp))
+    except BaseException as e:  # SystemExit and the like: whatever escaped is a traceback for the user
+        outcome = Outcome("traceback", f"{type(e).__name__}: {e}")
+    send.send(outcome)
 
 
 def run_ir_table() -> list[tuple[Case, Outcome]]:

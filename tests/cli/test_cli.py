@@ -100,7 +100,7 @@ def test_bench_on_the_cpu_writes_a_labelled_table(tmp_path: Path) -> None:
     (["codegen", "missing.json"], "does not exist"),
     (["search", "rmsnorm", "--set", "no_such_setting=1"], "unknown search setting"),
     (["search", "rmsnorm", "--set", "forloop_ranges"], "expected KEY=VALUE"),
-    (["search", "rmsnorm", "--executor", "threads"], "executor must be"),
+    (["search", "rmsnorm", "--executor", "threads"], "--executor 'threads': expected process, serial or dask:ADDRESS"),
 ])
 def test_bad_input_is_one_clear_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 2
