@@ -374,8 +374,10 @@ def _run_cli(case: Case, workspace: Workspace) -> Outcome:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = main(argv)
-    except SystemExit as e:  # argparse's own exit, or a program file's, escaping main
-        return Outcome("traceback", f"SystemExit({e.code}) escaped main: {err.getvalue()[-300:]}")
+    except SystemExit as e:  # argparse's usage and error (not one line), or a program file's own exit (no word)
+        said = [ln for ln in err.getvalue().splitlines() if "error:" in ln]
+        kind = "unclear" if said else "silent"
+        return Outcome(kind, f"exit {e.code} from inside main: {(said or ['(nothing on stderr)'])[-1][:200]}")
     except Exception as e:
         return Outcome("traceback", f"{type(e).__name__}: {e}")
     lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
