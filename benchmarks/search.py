@@ -36,7 +36,7 @@ from mirage_lab.ir.ops import Op
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.search import preset, superoptimize
 from mirage_lab.search.enumerate import Enumerator
-from mirage_lab.search.runner import _context, run_task
+from mirage_lab.search.task import run_task, task_context
 
 PRESET = {"rmsnorm": "mlp", "gated_mlp": "mlp", "lora": "lora", "ntrans": "default", "gqa": "attention",
           "mqa": "attention", "mha": "attention", "qknorm_gqa": "attention", "moe": "default"}
@@ -111,7 +111,7 @@ def pruning_row(name: str, batch: int, block_ops: int, sample: int, cap: int) ->
     docs = {p: preset(PRESET[name], max_block_ops=block_ops, pruning=p, state_limit=None if p else cap).to_dict()
             for p in (True, False)}
     # the same roots for both: sampled from the pruned frontier (each root is valid without pruning too)
-    prog, config, oracle, verifier = _context(pdoc, docs[True])
+    prog, config, oracle, verifier = task_context(pdoc, docs[True])
     front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
     picks = list(range(0, len(front.tasks), max(1, len(front.tasks) // sample)))[:sample]
     out["roots"], out["tasks"] = len(picks), len(front.tasks)
@@ -138,7 +138,7 @@ def root_row(name: str, batch: int, root: str, time_limit: float,
     """Explore the one block-graph root whose customized decision is ``root`` (JSON), on one core."""
     program = programs.PROGRAMS[name](batch)
     pdoc, cdoc = graph_to_dict(program), preset(PRESET[name], **(overrides or {})).to_dict()
-    prog, config, oracle, verifier = _context(pdoc, cdoc)
+    prog, config, oracle, verifier = task_context(pdoc, cdoc)
     front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
     want = json.loads(root)
     index = next((i for i, (_, prefix) in enumerate(front.tasks) if prefix[-1] == want), None)

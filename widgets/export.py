@@ -27,7 +27,8 @@ from mirage_lab.errors import InputError
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.optimize.cost import HARDWARE, proxy_cost
 from mirage_lab.search.events import SearchReport
-from mirage_lab.search.runner import SearchResult, ranked_candidates
+from mirage_lab.search.runner import SearchResult
+from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
 from mirage_lab.widgets.inspector import VerificationInspector

@@ -21,7 +21,8 @@ from mirage_lab.errors import InputError, PathError, RunFolderError
 from mirage_lab.runs import CHANGED, RunFolder
 from mirage_lab.search.events import SearchReport
 from mirage_lab.search.lock import RunLock, describe
-from mirage_lab.search.runner import SearchResult, ranked_candidates
+from mirage_lab.search.runner import SearchResult
+from mirage_lab.search.saved import ranked_candidates
 
 
 @checked

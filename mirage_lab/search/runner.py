@@ -3,7 +3,7 @@
 The walk is split at customized-op roots (SPEC §7.5): the main process walks the kernel
 level once (the *frontier*), and each block-graph root becomes a task that any
 ``concurrent.futures.Executor`` can run — in process, a local process pool, or Dask
-(``client.get_executor()``). Tasks carry only JSON-able data and rebuild their context
+(``client.get_executor()``); a task is ``search/task.py``. Tasks carry only JSON-able data and rebuild their context
 (program, oracle, verifier) in the worker, so workers share nothing. Results are merged in
 task order, and budgets (states, results) truncate that ordered stream, so the outcome does
 not depend on the executor or on which task finishes first (time limits excepted).
@@ -18,7 +18,7 @@ folder holds is trusted unless its bytes match the manifest (``mirage_lab.runs``
 run is served from the cache only when the result, the program, the config, the events and every
 ranked candidate match; otherwise the run is rebuilt from its saved tasks, and a saved task whose
 files do not match runs again (its candidates are verified again on the way). Readers of a
-finished run (``ranked_candidates``, ``load_run``) verify a candidate whose file does not match
+finished run (``search/saved.py``, ``load_run``) verify a candidate whose file does not match
 again with the search's own verifier and drop it if it fails. Edits to program.json or
 config.json are refused (``RunFolderError``): every result in the folder answers that question.
 """
@@ -41,22 +41,27 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.arguments import checked
-from mirage_lab.errors import FormatError, InputError, MirageError
+from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.io import graph_from_dict, graph_to_dict
-from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, sha256_file
+from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
-from mirage_lab.search.events import Event, EventLog, SearchReport
+from mirage_lab.search.events import Event, SearchReport
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.pool import process_pool
-from mirage_lab.verify.verifier import Verifier
-
-BUDGETS = ("time_limit_s", "state_limit", "result_limit")
-
+from mirage_lab.search.saved import ranked_candidates
+from mirage_lab.search.task import (
+    BUDGETS,
+    budgets,
+    candidate_doc,
+    candidate_from_doc,
+    events_name,
+    run_task,
+    task_context,
+)
 
 # --------------------------------------------------------------------------- results
 
@@ -102,132 +107,6 @@ class SearchResult:
     def _repr_html_(self) -> str:
         return (f"<p><b>{len(self.candidates)} verified μGraphs</b></p><pre>{html.escape(repr(self.report))}</pre>"
                 + self.to_frame().head(20).to_html(index=False))
-
-
-# --------------------------------------------------------------------------- worker side
-
-_CONTEXTS: dict[tuple[str, str], tuple[KernelGraph, SearchConfig, Oracle, Verifier]] = {}
-
-
-def _context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[KernelGraph, SearchConfig, Oracle,
-                                                                                  Verifier]:
-    """The worker's program, oracle and verifier for one search, built once per process."""
-    program, config = graph_from_dict(program_doc), SearchConfig.from_json(config_doc)
-    key = (program.canonical_hash(), config.hash())
-    if key not in _CONTEXTS:
-        if len(_CONTEXTS) > 4:
-            _CONTEXTS.clear()
-        oracle = Oracle.for_program(program, engine=config.oracle_engine)
-        _CONTEXTS[key] = (program, config, oracle, search_verifier(program, config))
-    return _CONTEXTS[key]
-
-
-def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
-    """The verifier a search checks its candidates with; it also checks saved candidates again."""
-    return Verifier(program, trials=config.trials, seed=config.seed, float_first=True)
-
-
-def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
-             prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
-    """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
-
-    ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
-    """
-    program, config, oracle, verifier = _context(program_doc, config_doc)
-    folder = RunFolder(run_dir) if run_dir else None
-    t0 = time.time()
-    files: dict[str, str] = {}  # what this task wrote, and its sha256: the parent records them in the manifest
-
-    def keep(c: Candidate) -> None:  # on disk the moment it is verified: a killed worker loses nothing
-        if folder is not None:
-            files[RunFolder.candidate_name(c.hash)] = folder.save_candidate(candidate_doc(c))
-
-    # with a run folder, events stream to tasks/<i>.events.jsonl instead of piling up in memory
-    log = EventLog(folder.path / _events_name(index) if folder is not None else None, keep=False)
-    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
-                        deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
-                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
-    out = walker.run(prefix, parent)
-    if folder is not None and (digest := sha256_file(folder.path / _events_name(index))) is not None:
-        files[_events_name(index)] = digest
-    return {"index": index, "events": None, "summary": log.summary(),
-            "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
-            "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
-            "wall": time.time() - t0, "config_budgets": _budgets(config), "files": files}
-
-
-def _events_name(index: int) -> str:
-    return f"tasks/{index}.events.jsonl"
-
-
-def candidate_doc(c: Candidate) -> dict[str, Any]:
-    return {"hash": c.hash, "graph": graph_to_dict(c.graph), "decisions": c.decisions, "node": c.node,
-            "verification": c.verification, "found_s": c.found_s}
-
-
-def candidate_from_doc(d: dict[str, Any]) -> Candidate:
-    return Candidate(graph_from_dict(d["graph"]), d["hash"], d["decisions"], d["node"], d["verification"],
-                     float(d["found_s"]))
-
-
-def ranked_candidates(folder: RunFolder, ranking: list[str], program: KernelGraph | None = None,
-                      config: SearchConfig | None = None) -> list[Candidate | None]:
-    """The candidates a finished run ranked (``result.json``'s hashes), read from ``candidates/``.
-
-    A file whose bytes do not match the manifest (edited, damaged, or never recorded) is verified again with
-    the search's own verifier (``program`` and ``config``, default the folder's); ``None`` where it fails (with
-    a warning naming it) or where the file is missing (deleted by hand: the caller decides what to do).
-    """
-    out: list[Candidate | None] = []
-    verifier: Verifier | None = None
-    dropped = []
-    for h in ranking:
-        name = RunFolder.candidate_name(h)
-        why = folder.check(name)
-        if why == MISSING:
-            out.append(None)
-            continue
-        try:
-            doc = folder.read(name)
-        except FormatError:
-            doc = None
-        if why is None and isinstance(doc, dict):
-            out.append(candidate_from_doc(doc))
-            continue
-        if verifier is None:
-            verifier = search_verifier(program or folder.program(), config or folder.config())
-        cand, failure = reverified(doc, h, verifier)
-        if cand is None:
-            dropped.append(f"{name} ({why}): {failure}")
-        out.append(cand)
-    if dropped:
-        warnings.warn(f"{folder.path}: dropped {len(dropped)} ranked candidate(s) that no longer verify: "
-                      f"{'; '.join(dropped)}. Rerun the search with the same run_dir to rebuild them",
-                      RuntimeWarning, stacklevel=2)
-    return out
-
-
-def reverified(doc: Any, graph_hash: str, verifier: Verifier) -> tuple[Candidate | None, str]:
-    """A saved candidate checked afresh: (it, "") when it is the verified μGraph ``graph_hash`` names, else
-    (None, why not)."""
-    try:
-        cand = candidate_from_doc(doc)
-        res = verifier.check(cand.graph)
-    except (MirageError, KeyError, TypeError, ValueError) as e:
-        return None, f"it no longer loads ({type(e).__name__}: {e})"
-    if not res.equivalent:
-        return None, f"it fails verification: {res.reason}"
-    if list(res.permutation or ()) != list(range(len(cand.graph.outputs))):
-        return None, "its outputs now compute the program's in another order"
-    if cand.graph.canonical_hash() != graph_hash or cand.hash != graph_hash:
-        return None, "it holds another μGraph than the one the search ranked"
-    cand.verification = {"reason": res.reason, "error_bound": res.error_bound, "heuristic": res.bound_is_heuristic,
-                         "permutation": list(res.permutation or ()), "checked_again": True}
-    return cand, ""
-
-
-def _budgets(config: SearchConfig) -> dict[str, Any]:
-    return {k: getattr(config, k) for k in BUDGETS}
 
 
 # --------------------------------------------------------------------------- executors
@@ -342,7 +221,7 @@ class _Search:
             self.folder.ensure("program.json", self.program_doc)
             self.folder.ensure("config.json", self._config_record())
             self.folder.save_manifest()
-        program, config, oracle, verifier = _context(self.program_doc, self.config_doc)
+        program, config, oracle, verifier = task_context(self.program_doc, self.config_doc)
         deadline = None if config.time_limit_s is None else time.perf_counter() + config.time_limit_s
         front = Enumerator(program, config, oracle, verifier, ids="f", state_cap=config.state_limit,
                            deadline=deadline).run(frontier=True)
@@ -366,7 +245,7 @@ class _Search:
         # timed-out searches resume instead
         if doc and not (doc["report"]["stop_reason"] == "complete" or (
                 doc["report"]["stop_reason"] in ("state limit", "result limit")
-                and doc["budgets"] == _budgets(self.config))):
+                and doc["budgets"] == budgets(self.config))):
             return None
         damaged = folder.damaged(["program.json", "config.json", "events.jsonl", "verdicts.json",
                                   *(RunFolder.candidate_name(h) for h in doc["ranking"])]) if doc else \
@@ -389,7 +268,7 @@ class _Search:
         for i in range(len(front.tasks)):
             saved = self._saved_task(i, changed)
             if saved is not None and (saved["stop_reason"] == "complete"
-                                      or saved["config_budgets"] == _budgets(self.config)):
+                                      or saved["config_budgets"] == budgets(self.config)):
                 done[i] = saved
             else:
                 todo.append(i)
@@ -445,7 +324,7 @@ class _Search:
         names of those that were changed since are added to ``changed``)."""
         if self.folder is None:
             return None
-        names = [f"tasks/{index}.json", _events_name(index)]
+        names = [f"tasks/{index}.json", events_name(index)]
         checks = [self.folder.check(n) for n in names]
         if any(checks):
             changed += [n for n, why in zip(names, checks, strict=True) if why == CHANGED]
@@ -514,7 +393,7 @@ class _Search:
             self.folder.write_events(self._event_stream(front, set(merged)))
             self.folder.write("verdicts.json", verdicts)
             self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
-                                              "report": self.report.to_dict(), "budgets": _budgets(self.config)})
+                                              "report": self.report.to_dict(), "budgets": budgets(self.config)})
             self.folder.save_manifest()
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
@@ -526,7 +405,7 @@ class _Search:
             if ev["e"] != "task":
                 yield json.dumps(ev, separators=(",", ":")) + "\n"
             elif ev["task"] in merged:
-                with open(self.folder.path / _events_name(ev["task"])) as f:
+                with open(self.folder.path / events_name(ev["task"])) as f:
                     yield from f
 
     def _limit_reached(self, states: int, found: int) -> bool:

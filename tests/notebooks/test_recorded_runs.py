@@ -19,7 +19,7 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.ir.io import graph_to_dict
-from mirage_lab.search.runner import BUDGETS
+from mirage_lab.search.task import BUDGETS
 from tests.conftest import REPO_ROOT
 
 RERUN = "rerun `.venv/bin/python scripts/record_runs.py --clean` and commit data/runs/"

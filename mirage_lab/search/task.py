@@ -1,0 +1,90 @@
+"""One search task: the subtree below one block-graph root, explored by whichever worker runs it.
+
+Tasks carry only JSON-able data and rebuild their context (program, oracle, verifier) in the worker, once
+per process, so workers share nothing and any ``concurrent.futures.Executor`` can run them. A task writes its
+events and every candidate the moment it is verified into the run folder, and returns the sha256 of each
+file it wrote, for the parent to record in the manifest.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mirage_lab.absexpr.oracle import Oracle
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import graph_from_dict, graph_to_dict
+from mirage_lab.runs import RunFolder, sha256_file
+from mirage_lab.search.config import SearchConfig
+from mirage_lab.search.enumerate import Candidate, Enumerator
+from mirage_lab.search.events import EventLog
+from mirage_lab.verify.verifier import Verifier
+
+BUDGETS = ("time_limit_s", "state_limit", "result_limit")
+
+_CONTEXTS: dict[tuple[str, str], tuple[KernelGraph, SearchConfig, Oracle, Verifier]] = {}
+
+
+def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[KernelGraph, SearchConfig, Oracle,
+                                                                                  Verifier]:
+    """The worker's program, oracle and verifier for one search, built once per process."""
+    program, config = graph_from_dict(program_doc), SearchConfig.from_json(config_doc)
+    key = (program.canonical_hash(), config.hash())
+    if key not in _CONTEXTS:
+        if len(_CONTEXTS) > 4:
+            _CONTEXTS.clear()
+        oracle = Oracle.for_program(program, engine=config.oracle_engine)
+        _CONTEXTS[key] = (program, config, oracle, search_verifier(program, config))
+    return _CONTEXTS[key]
+
+
+def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
+    """The verifier a search checks its candidates with; it also checks saved candidates again."""
+    return Verifier(program, trials=config.trials, seed=config.seed, float_first=True)
+
+
+def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
+             prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
+    """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
+
+    ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
+    """
+    program, config, oracle, verifier = task_context(program_doc, config_doc)
+    folder = RunFolder(run_dir) if run_dir else None
+    t0 = time.time()
+    files: dict[str, str] = {}  # what this task wrote, and its sha256: the parent records them in the manifest
+
+    def keep(c: Candidate) -> None:  # on disk the moment it is verified: a killed worker loses nothing
+        if folder is not None:
+            files[RunFolder.candidate_name(c.hash)] = folder.save_candidate(candidate_doc(c))
+
+    # with a run folder, events stream to tasks/<i>.events.jsonl instead of piling up in memory
+    log = EventLog(folder.path / events_name(index) if folder is not None else None, keep=False)
+    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
+                        deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
+                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
+    out = walker.run(prefix, parent)
+    if folder is not None and (digest := sha256_file(folder.path / events_name(index))) is not None:
+        files[events_name(index)] = digest
+    return {"index": index, "events": None, "summary": log.summary(),
+            "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
+            "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
+            "wall": time.time() - t0, "config_budgets": budgets(config), "files": files}
+
+
+def events_name(index: int) -> str:
+    return f"tasks/{index}.events.jsonl"
+
+
+def candidate_doc(c: Candidate) -> dict[str, Any]:
+    return {"hash": c.hash, "graph": graph_to_dict(c.graph), "decisions": c.decisions, "node": c.node,
+            "verification": c.verification, "found_s": c.found_s}
+
+
+def candidate_from_doc(d: dict[str, Any]) -> Candidate:
+    return Candidate(graph_from_dict(d["graph"]), d["hash"], d["decisions"], d["node"], d["verification"],
+                     float(d["found_s"]))
+
+
+def budgets(config: SearchConfig) -> dict[str, Any]:
+    return {k: getattr(config, k) for k in BUDGETS}
