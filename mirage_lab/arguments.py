@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from mirage_lab.errors import ArgumentError
@@ -50,22 +50,22 @@ def checked_methods(cls: C) -> C:
     return cls
 
 
+def did_you_mean(name: str, names: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for a mistyped ``name`` among ``names``, or ``""``: every unknown-name hint."""
+    match = difflib.get_close_matches(name, list(names), n=1)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
 def explain(name: str, sig: inspect.Signature, kwargs: dict[str, Any], error: TypeError) -> str:
     params = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
     names = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    strange = [k for k in kwargs if k not in names]
-    hints = "".join(_hint(k, names) for k in strange)
+    strange = ", ".join(f"{k!r}{did_you_mean(k, names)}" for k in kwargs if k not in names)
     usage = f"{name}({', '.join(_shown(p) for p in params)})"
     usage = f"call it as {usage}" if len(usage) <= 160 else f"its parameters are {', '.join(names)}"
     if strange and not any(p.kind is p.VAR_KEYWORD for p in params):
-        return f"{name}() got unknown keyword argument(s) {', '.join(map(repr, strange))}{hints}; {usage}"
+        return f"{name}() got unknown keyword argument(s) {strange}; {usage}"
     detail = str(error).split("() ", 1)[-1] if "() " in str(error) else str(error)
-    return f"{name}(): {detail}{hints}; {usage}"
-
-
-def _hint(key: str, names: list[str]) -> str:
-    match = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r} for {key!r}?)" if match else ""
+    return f"{name}(): {detail}{f'; got {strange}' if strange else ''}; {usage}"
 
 
 def _shown(p: inspect.Parameter) -> str:

@@ -30,14 +30,12 @@ class LiveOrStatic:
 def check_widget_options(widget_class: Any, options: dict[str, Any]) -> None:
     """Extra keywords of an anywidget view go to ipywidgets as traits (``layout=…``); traitlets would only warn
     about a mistyped one, so name it here instead."""
-    import difflib
-
+    from mirage_lab.arguments import did_you_mean
     from mirage_lab.errors import ArgumentError
 
     traits = widget_class.class_trait_names()
     for key in options:
         if key not in traits:
-            match = difflib.get_close_matches(key, ["graph", "run", "engine", "progress", *traits], n=1)
-            hint = f" (did you mean {match[0]!r}?)" if match else ""
+            hint = did_you_mean(key, ["graph", "run", "engine", "progress", *traits])
             raise ArgumentError(f"{widget_class.__name__}() got unknown keyword argument {key!r}{hint}; extra "
                                 "keywords are ipywidgets traits such as layout=")

@@ -47,12 +47,12 @@ last dim is contiguous and the other strides keep rows aligned, element by eleme
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
+from mirage_lab.arguments import did_you_mean
 from mirage_lab.codegen.lower import lower_kernel_ops
 from mirage_lab.errors import ArgumentError, UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
@@ -139,9 +139,7 @@ def codegen_options(options: CodegenOptions | None, flags: Mapping[str, object],
     names = list(CodegenOptions.__dataclass_fields__)
     unknown = sorted(set(flags) - set(names))
     if unknown:
-        hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, [*names, *keywords],
-                                                                                            n=1)) else repr(u)
-                 for u in unknown]
+        hints = [f"{u!r}{did_you_mean(u, [*names, *keywords])}" for u in unknown]
         raise ArgumentError(f"unknown codegen option(s) {', '.join(hints)}; the options are {', '.join(names)} "
                             f"(keywords, or fields of CodegenOptions), besides {', '.join(keywords)}")
     if options is not None:

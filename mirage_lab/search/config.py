@@ -20,11 +20,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from mirage_lab.absexpr.engines import ENGINES
-from mirage_lab.arguments import checked, checked_methods
+from mirage_lab.arguments import checked, checked_methods, did_you_mean
 from mirage_lab.errors import ArgumentError, InputError, MirageError
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.tensor import MAX_RANK
-from mirage_lab.search.settings import Bool, Choice, Int, Many, Optional, Real, Rule, Text, check, closest
+from mirage_lab.search.settings import Bool, Choice, Int, Many, Optional, Real, Rule, Text, check
 
 Triple = tuple[int, int, int]
 
@@ -164,7 +164,8 @@ def _known(settings: dict[str, Any], error: type[MirageError]) -> None:
     names = [f.name for f in fields(SearchConfig)]
     for key in settings:
         if key not in names:
-            raise error(f"unknown search setting {key!r}{closest(key, names)}; the settings are {', '.join(names)}")
+            raise error(f"unknown search setting {key!r}{did_you_mean(key, names)}; the settings are "
+                        f"{', '.join(names)}")
 
 
 def _rules() -> dict[str, Rule]:
@@ -232,7 +233,7 @@ PRESETS: dict[str, SearchConfig] = _presets()
 def preset(name: str = "default", **overrides: Any) -> SearchConfig:
     """A preset, with any field overridden: ``preset("attention", max_kernel_ops=7, time_limit_s=600)``."""
     if not isinstance(name, str) or name not in PRESETS:
-        raise InputError(f"unknown search preset {name!r}{closest(str(name), PRESET_NAMES)}; choose one of "
+        raise InputError(f"unknown search preset {name!r}{did_you_mean(str(name), PRESET_NAMES)}; choose one of "
                          f"{', '.join(PRESET_NAMES)}")
     return PRESETS[name].replace(**overrides)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,11 +158,3 @@ def _shown(value: Any) -> str:
     text = repr(value)
     text = text if len(text) <= 80 else text[:77] + "..."
     return f"{text} (a {type(value).__name__})" if isinstance(value, str) else text
-
-
-def closest(name: str, names: Sequence[str]) -> str:
-    """' (did you mean …?)' for a mistyped name, or ''."""
-    import difflib
-
-    match = difflib.get_close_matches(name, names, n=1)
-    return f" (did you mean {match[0]!r}?)" if match else ""
