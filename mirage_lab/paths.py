@@ -81,11 +81,19 @@ def reading(path: str | os.PathLike[str], what: str = "file") -> Iterator[None]:
         raise PathError(f"cannot read the {what} {path}: {e.strerror or type(e).__name__}") from None
 
 
+def file_in_the_way(path: Path) -> Path | None:
+    """The nearest of ``path`` and its parents that exists but is not a directory (a file, or a dangling link),
+    which makes ``path`` impossible as a folder for everyone, root included; None when there is none."""
+    for p in (path, *path.parents):
+        if p.is_dir():
+            return None
+        if p.exists() or p.is_symlink():
+            return p
+    return None
+
+
 def _blocking_file(p: Path, what: str) -> None:
-    """A regular file among ``p``'s ancestors makes it unwritable for everyone, root included: say which."""
-    for parent in p.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise PathError(f"cannot use {p} as the {what}: {parent} is a file, not a directory; choose "
-                                "another place")
-            return
+    """A file among ``p``'s parents makes it unwritable for everyone, root included: say which."""
+    blocker = file_in_the_way(p.absolute().parent)
+    if blocker is not None:
+        raise PathError(f"cannot use {p} as the {what}: {blocker} is a file, not a directory; choose another place")

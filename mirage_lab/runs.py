@@ -42,7 +42,7 @@ from typing import Any
 
 from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
-from mirage_lab.paths import output_dir
+from mirage_lab.paths import file_in_the_way, output_dir
 
 DEFAULT_ROOT = "runs"
 MANIFEST = "manifest.json"
@@ -68,18 +68,16 @@ def sha256_file(path: Path) -> str | None:
 def check_place(folder: Path, root: Path) -> None:
     """A PathError when ``folder`` (a run folder under ``root``) cannot be a folder: it, or a folder above it, is
     a file."""
-    for p in (folder, *folder.parents):
-        if p.is_dir():
-            return
-        if not p.exists() and not p.is_symlink():
-            continue
-        if p == root:
-            raise PathError(f"run_dir (--runs) {root} is a file, not a folder; pass a folder to keep run folders "
-                            "in (default ./runs), or run_dir=False to keep nothing")
-        if p == folder:
-            raise PathError(f"{folder} is a file where a run folder belongs; delete it, or pass another run_dir")
-        raise PathError(f"run_dir (--runs) {root} lies below {p}, which is a file; pass a folder to keep run "
-                        "folders in (default ./runs), or run_dir=False to keep nothing")
+    p = file_in_the_way(folder)
+    if p is None:
+        return
+    if p == root:
+        raise PathError(f"run_dir (--runs) {root} is a file, not a folder; pass a folder to keep run folders "
+                        "in (default ./runs), or run_dir=False to keep nothing")
+    if p == folder:
+        raise PathError(f"{folder} is a file where a run folder belongs; delete it, or pass another run_dir")
+    raise PathError(f"run_dir (--runs) {root} lies below {p}, which is a file; pass a folder to keep run "
+                    "folders in (default ./runs), or run_dir=False to keep nothing")
 
 
 def _guarded(path: Path, write: Any) -> None:

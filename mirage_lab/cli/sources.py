@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from mirage_lab.bench import fused, programs
-from mirage_lab.errors import InputError, MirageError, PathError
+from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import loads_doc, read_json
+from mirage_lab.paths import input_file
 
 FORMS = ("a benchmark name[:batch] (" + ", ".join(programs.PROGRAMS) + "), fused:NAME[:batch], a .json "
          "μGraph or reference checkpoint [#index], a .py file [#variable], or a run folder [#rank]")
@@ -121,8 +122,7 @@ def _from_json(path: Path, selector: str) -> Source:
 
 
 def _from_python(path: Path, name: str | None) -> Source:
-    if not path.is_file():
-        raise PathError(f"{path} does not exist" if not path.exists() else f"{path} is not a regular file")
+    input_file(path, "program file")
     print(f"mirage-lab: running {path} as Python to build its graph (your code; name only files you trust)",
           file=sys.stderr, flush=True)
     namespace = _run_program_file(path)
