@@ -28,6 +28,7 @@ from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import EvalArgs, Op
 from mirage_lab.ir.tensor import Dims
+from mirage_lab.semantics.backend import cupy_available
 from mirage_lab.semantics.interpret import check_inputs
 
 #: the default dynamic shared-memory limit; a kernel above it must opt in
@@ -84,27 +85,13 @@ def run_library(call: LibraryCall, args: Sequence[Any], in_dims: Sequence[tuple[
     return evaluate_library(call, args, in_dims, out_dtype, "cupy")
 
 
-def _device_cupy() -> Any:
-    """CuPy with a usable CUDA device, or an UnsupportedOpError that says how to get one or what to do without."""
-    why = "CuPy is not installed"
-    try:
-        import cupy
-    except ImportError:
-        cupy = None
-    if cupy is not None:
-        available = getattr(cupy, "is_available", None)
-        try:
-            usable = available() if callable(available) else True
-        except Exception as e:  # a broken driver install: say so instead of failing inside CuPy
-            usable, why = False, f"CuPy cannot reach a device ({type(e).__name__}: {e})"
-        else:
-            why = "CuPy finds no CUDA device"
-        if usable:
-            return cupy
-    raise UnsupportedOpError(f"running generated CUDA needs CuPy and a CUDA device ({why}): pip install -e "
-                             "'.[gpu]' on a GPU machine. Without one, ml.generate_cuda gives the source and "
-                             "mirage_lab.codegen.emulate.run_cuda_on_cpu (mirage-lab codegen --emulate) runs it on "
-                             "the CPU")
+def _device_cupy() -> None:
+    """An UnsupportedOpError, saying how to get one or what to do without, when CuPy has no usable device."""
+    if not cupy_available():
+        raise UnsupportedOpError("running generated CUDA needs CuPy and a CUDA device, and this machine has not both: "
+                                 "pip install -e '.[gpu]' on a GPU machine. Without one, ml.generate_cuda gives the "
+                                 "source and mirage_lab.codegen.emulate.run_cuda_on_cpu (mirage-lab codegen "
+                                 "--emulate) runs it on the CPU")
 
 
 class CompiledGraph:

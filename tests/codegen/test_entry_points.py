@@ -60,6 +60,7 @@ def test_compile_takes_a_builder(monkeypatch: pytest.MonkeyPatch) -> None:
     kernels: list[str] = []
     device = SimpleNamespace(attributes={"MaxSharedMemoryPerBlockOptin": 227 * 1024})
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(Device=lambda: device)))
+    monkeypatch.setattr(run, "cupy_available", lambda: True)
     module = SimpleNamespace(get_function=lambda name: kernels.append(name) or SimpleNamespace())
     sources: list[Any] = []
     monkeypatch.setattr(run, "compile_module", lambda source: sources.append(source) or module)
