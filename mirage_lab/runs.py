@@ -32,7 +32,6 @@ The hashes guard against edits and damage, not against someone who rewrites the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -40,6 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from mirage_lab.cache import sha256_file as file_sha256
 from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
 from mirage_lab.paths import file_in_the_way, output_dir
@@ -55,14 +55,10 @@ CHANGED, UNRECORDED, MISSING = "was changed since the search wrote it", "has no 
 
 def sha256_file(path: Path) -> str | None:
     """The sha256 of a file's bytes, or None when it does not exist (or is not a readable file)."""
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        return file_sha256(path)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
-    return h.hexdigest()
 
 
 def check_place(folder: Path, root: Path) -> None:

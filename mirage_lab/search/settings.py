@@ -72,21 +72,6 @@ class Bool(Rule):
         return {"true": True, "false": False}.get(text.strip().lower(), text)
 
 
-@dataclass(frozen=True)
-class Choice(Rule):
-    values: tuple[str, ...]
-
-    def describe(self) -> str:
-        return "one of " + ", ".join(repr(v) for v in self.values)
-
-    def ok(self, value: Any) -> bool:
-        return isinstance(value, str) and value in self.values
-
-    def parse(self, text: str) -> Any:
-        value = super().parse(text)
-        return value if isinstance(value, str) else text
-
-
 class Text(Rule):
     def describe(self) -> str:
         return "a text"
@@ -97,6 +82,17 @@ class Text(Rule):
     def parse(self, text: str) -> Any:
         value = super().parse(text)
         return value if isinstance(value, str) else text
+
+
+@dataclass(frozen=True)
+class Choice(Text):
+    values: tuple[str, ...]
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+    def ok(self, value: Any) -> bool:
+        return isinstance(value, str) and value in self.values
 
 
 @dataclass(frozen=True)
