@@ -194,24 +194,26 @@ class FieldArith:
             e = e >> 1
         return result
 
-    def _inverse(self, x: Any, m: int) -> Any:
+    def inverse(self, x: Any, m: int) -> Any:
+        """Elementwise inverse of canonical residues mod m (one component)."""
         inv = self._powmod(x, self.xp.full(x.shape, m - 2, dtype=np.int64), m)  # Fermat: 0 ↦ 0
         if self.field.reference_rules:
             inv = self.xp.where(x % m == 0, 1, inv)  # the reference's inv(0) := 1, so x/0 = x
         return inv
 
     def div(self, a: FieldValue, b: FieldValue) -> FieldValue:
-        return self._map(lambda x, y, m: x * self._inverse(y, m) % m, a, b)
+        return self._map(lambda x, y, m: x * self.inverse(y, m) % m, a, b)
 
     def scale_int(self, x: FieldValue, n: int) -> FieldValue:
         return self._map(lambda v, m: v * (n % m) % m, x)
 
     def div_int(self, x: FieldValue, n: int) -> FieldValue:
-        def inv(m: int) -> int:
-            r = n % m
-            return pow(r, -1, m) if r else (1 if self.field.reference_rules else 0)
+        return self._map(lambda v, m: v * self.int_inverse(n, m) % m, x)
 
-        return self._map(lambda v, m: v * inv(m) % m, x)
+    def int_inverse(self, n: int, m: int) -> int:
+        """The inverse of the integer n mod m, under the same rule for 0 as ``inverse``."""
+        r = n % m
+        return pow(r, -1, m) if r else (1 if self.field.reference_rules else 0)
 
     def mul_scalar(self, x: FieldValue, c: float) -> FieldValue:
         """Exact: a finite float is a dyadic rational n / 2^k, which the field holds as n·(2^k)^(-1)."""
@@ -320,7 +322,7 @@ class FieldArith:
         """Heuristic σ(x) = e^x / (1 + e^x) with e^x = ω^(x_q); q-component 0 as for exp."""
         e = self._omega_pow(x.q)
         p = self.field.p
-        return FieldValue(e * self._inverse((e + 1) % p, p) % p, self.xp.zeros_like(x.q))
+        return FieldValue(e * self.inverse((e + 1) % p, p) % p, self.xp.zeros_like(x.q))
 
     def silu(self, x: FieldValue) -> FieldValue:
         """Heuristic x·σ(x), consistent with ``mul(x, sigmoid(x))``; parity mode: the reference's x·e^x."""

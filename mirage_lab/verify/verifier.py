@@ -2,7 +2,10 @@
 
 ``Verifier`` holds one reference program and caches its field evaluation per trial
 seed, so a search can check many candidates against it; it keeps no global state.
-``verify`` is the one-shot form. Each trial draws fresh uniform inputs from Z_p × Z_q;
+``verify`` is the one-shot form (it keeps its most recent ``Verifier`` for a next call
+against the same program). The field arithmetic is ``CenteredFieldArith`` (float64
+residues) wherever the field allows, else ``FieldArith``: the residues, hence every
+verdict and witness, are the same either way. Each trial draws fresh uniform inputs from Z_p × Z_q;
 a candidate passes only if, in every trial, some assignment of its outputs to the
 reference's outputs matches element for element (types first, SPEC §6.3). The
 assignment that matched in every trial is returned (the reference returned the
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -25,8 +29,9 @@ from mirage_lab.errors import InputError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.semantics.arith import FloatArith
-from mirage_lab.semantics.field import DEFAULT_FIELD, REFERENCE_FIELD, FieldArith, FieldSpec, FieldValue
-from mirage_lab.semantics.footprint import memory_guard, require_memory
+from mirage_lab.semantics.centered_field import verification_arith
+from mirage_lab.semantics.field import DEFAULT_FIELD, REFERENCE_FIELD, FieldSpec, FieldValue
+from mirage_lab.semantics.footprint import available_bytes, memory_guard, require_memory
 from mirage_lab.semantics.interpret import run_kernel_graph
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
@@ -36,6 +41,8 @@ Parity = Literal["older", "current"]
 #: "auto" runs the float64 cross-check when inputs total at most this many elements (or heuristic ops occur)
 AUTO_FLOAT_ELEMENTS = 1 << 25
 FLOAT_RTOL = 1e-7
+#: the float64 check's input ranges: signed first, positive if the program overflows or hits NaN on those
+FLOAT_RANGES = ((-0.5, 0.5), (0.1, 0.6))
 
 
 def _digest(v: FieldValue) -> str:
@@ -66,13 +73,16 @@ class Verifier:
             field, trials, float_check = REFERENCE_FIELD, 1, False
         _check_settings(trials, seed, field, float_check, parity)
         self.trials, self.seed, self.field, self.parity = trials, seed, field, parity
-        self.ns = FieldArith(field, backend)
+        self.ns = verification_arith(field, backend)
         if self.ns.xp is np:
             require_memory(self.reference, self.ns.element_bytes, "verifying over the finite field")
         self.backend = backend
         self.float_check, self.float_first = float_check, float_first
+        # per trial: the inputs, the reference's outputs (the number system's form) and those on the host
         self._program: dict[int, tuple[list[FieldValue], list[FieldValue]]] = {}
-        self._float_program: dict[int, list[Any]] = {}  # the reference's float64 outputs per input range
+        self._program_host: dict[int, tuple[list[FieldValue], tuple[str, ...]]] = {}  # (+ their digests)
+        # per input range of the float64 check: its inputs and the reference's outputs
+        self._float_program: dict[int, tuple[list[Any], list[Any]]] = {}
         self._program_seconds = 0.0
         self.ref_degree = degree(self.reference)
         self.ref_heuristic = heuristic_ops(self.reference)
@@ -105,8 +115,21 @@ class Verifier:
             ins = self._inputs(trial)
             outs = run_kernel_graph(self.reference, ins, self.ns)
             self._program[trial] = (ins, outs)
+            host = [self.ns.to_host(v) for v in outs]
+            self._program_host[trial] = (host, tuple(_digest(v) for v in host))
             self._program_seconds += time.perf_counter() - t
         return self._program[trial]
+
+    def cached_bytes(self) -> int:
+        """Memory held by the cached program evaluations (field trials and the float64 check)."""
+        arrays: list[Any] = []
+        for ins, outs in self._program.values():
+            arrays += [c for v in (*ins, *outs) for c in (v.p, v.q)]
+        for host, _ in self._program_host.values():
+            arrays += [c for v in host for c in (v.p, v.q)]
+        for fins, fouts in self._float_program.values():
+            arrays += [*fins, *fouts]
+        return sum(int(a.nbytes) for a in arrays if any(a.strides))  # zero-strided views hold no memory
 
     # -- checking -------------------------------------------------------------------------------
     def check(self, candidate: Any) -> VerificationResult:
@@ -178,10 +201,10 @@ class Verifier:
                 if all(cand_t[j] == ref_t[i] for i, j in enumerate(perm))]
 
     def _trial(self, cand: KernelGraph, k: int, perms: Sequence[tuple[int, ...]]) -> TrialEvidence:
-        ins, want = self.program(k)
+        ins, _ = self.program(k)
+        want, digests = self._program_host[k]
         t = time.perf_counter()
         got = [self.ns.to_host(v) for v in run_kernel_graph(cand, ins, self.ns)]
-        want = [self.ns.to_host(v) for v in want]
         equal = {(i, j): got[j].equals(want[i]) for perm in perms for i, j in enumerate(perm)}
         matched = tuple(perm for perm in perms if all(equal[(i, j)] for i, j in enumerate(perm)))
         witness = None
@@ -192,7 +215,7 @@ class Verifier:
             idx = _first_mismatch(got[j], want[i]) or ()
             witness = Witness(i, j, idx, (int(got[j].p[idx]), int(got[j].q[idx])),
                               (int(want[i].p[idx]), int(want[i].q[idx])), "field values (p, q)")
-        return TrialEvidence(k, self.trial_seed(k), bool(matched), tuple(_digest(w) for w in want), matched,
+        return TrialEvidence(k, self.trial_seed(k), bool(matched), digests, matched,
                              witness, time.perf_counter() - t)
 
     # -- real arithmetic --------------------------------------------------------------------------
@@ -203,18 +226,23 @@ class Verifier:
         if mode is False or (mode == "auto" and not (needed or small)):
             return None
         ns = FloatArith(self.backend)
-        for k, (low, high) in enumerate(((-0.5, 0.5), (0.1, 0.6))):  # signed first; positive if the program
-            rng = np.random.default_rng([self.seed, 1 << 20])  # overflows or hits NaN
-            ins = [ns.from_host(rng.uniform(low, high, t.dims)) for t in cand.input_types]
+        for k in range(len(FLOAT_RANGES)):
             with np.errstate(all="ignore"):
-                if k not in self._float_program:
-                    self._float_program[k] = [ns.to_host(v) for v in run_kernel_graph(self.reference, ins, ns)]
-                want = self._float_program[k]
+                ins, want = self._float_reference(ns, k)
                 if not all(np.isfinite(w).all() for w in want):
                     continue
                 got = [ns.to_host(v) for v in run_kernel_graph(cand, ins, ns)]
             return want, got, True
         return [], [], False
+
+    def _float_reference(self, ns: FloatArith, k: int) -> tuple[list[Any], list[Any]]:
+        """The float64 check's inputs from range ``k`` and the reference's outputs on them, made once."""
+        if k not in self._float_program:
+            low, high = FLOAT_RANGES[k]
+            rng = np.random.default_rng([self.seed, 1 << 20])
+            ins = [ns.from_host(rng.uniform(low, high, t.dims)) for t in self.reference.input_types]
+            self._float_program[k] = (ins, [ns.to_host(v) for v in run_kernel_graph(self.reference, ins, ns)])
+        return self._float_program[k]
 
     @staticmethod
     def _float_verdict(floats: tuple[list[Any], list[Any], bool], perm: tuple[int, ...]) -> FloatCheck:
@@ -258,6 +286,38 @@ def verify(candidate: Any, reference: Any, *, trials: int = 3, seed: int = 0, fi
     ``trials`` independent random trials over ``field`` (default p = 16 774 679); the float64
     cross-check runs when heuristic ops occur or inputs are small (``float_check="auto"``).
     ``parity="older"|"current"`` reproduces the reference implementation's single deterministic test.
+    The reference's evaluation is kept for the next call against the same program and settings
+    (the most recent one, if it takes under a quarter of the free memory); ``forget_programs()`` drops it.
     """
-    return Verifier(reference, trials=trials, seed=seed, field=field, backend=backend,
-                    float_check=float_check, parity=parity).check(candidate)
+    _check_settings(trials, seed, field, float_check, parity)
+    ref = as_graph(reference)
+    key = (ref.canonical_hash(), trials, seed, field, backend, float_check, parity)
+    with _RECENT_LOCK:
+        verifier = _RECENT.get(key)
+    if verifier is None:
+        verifier = Verifier(ref, trials=trials, seed=seed, field=field, backend=backend,
+                            float_check=float_check, parity=parity)
+    result = verifier.check(candidate)
+    _remember(key, verifier)
+    return result
+
+
+#: ``verify``'s most recent verifier, so a notebook checking several candidates evaluates the program once
+_RECENT: dict[tuple[Any, ...], Verifier] = {}
+_RECENT_LOCK = threading.Lock()
+KEEP_SHARE = 0.25  # of the memory available after the call
+
+
+def _remember(key: tuple[Any, ...], verifier: Verifier) -> None:
+    room = available_bytes()
+    keep = room is not None and verifier.cached_bytes() <= KEEP_SHARE * room
+    with _RECENT_LOCK:
+        _RECENT.clear()
+        if keep:
+            _RECENT[key] = verifier
+
+
+def forget_programs() -> None:
+    """Drop the program evaluation ``verify`` keeps between calls (its memory is freed)."""
+    with _RECENT_LOCK:
+        _RECENT.clear()
