@@ -17,6 +17,7 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.bench import fused, programs
 from mirage_lab.semantics.backend import cupy_available
+from mirage_lab.semantics.centered_field import CenteredFieldArith
 from mirage_lab.semantics.field import DEFAULT_FIELD, LARGE_FIELD, REFERENCE_FIELD, FieldArith, FieldSpec, FieldValue
 from tests.verify.test_verify import _two_outputs
 
@@ -30,8 +31,9 @@ GRAPHS: dict[str, Callable[[], ml.KernelGraph]] = {
 }
 
 
-def _arith(field: FieldSpec) -> tuple[FieldArith, FieldArith]:
-    return FieldArith(field, "numpy"), FieldArith(field, "cupy")
+def _arith(field: FieldSpec, centred: bool = False) -> tuple[FieldArith, FieldArith]:
+    """numpy's straightforward arithmetic, and the device's (the verifier's centred fast path if asked)."""
+    return FieldArith(field, "numpy"), (CenteredFieldArith if centred else FieldArith)(field, "cupy")
 
 
 def _assert_identical(got: FieldValue, want: FieldValue, what: str) -> None:
@@ -42,9 +44,10 @@ def _assert_identical(got: FieldValue, want: FieldValue, what: str) -> None:
     np.testing.assert_array_equal(got.q, want.q, err_msg=f"{what}: q-component")
 
 
-def _fingerprints(g: ml.KernelGraph, field: FieldSpec, seed: int) -> tuple[list[FieldValue], list[FieldValue]]:
+def _fingerprints(g: ml.KernelGraph, field: FieldSpec, seed: int, centred: bool = False
+                  ) -> tuple[list[FieldValue], list[FieldValue]]:
     """The graph's outputs on numpy and on CuPy, from one set of host-drawn inputs."""
-    host, dev = _arith(field)
+    host, dev = _arith(field, centred)
     rng = np.random.default_rng(seed)
     ins = [host.random(t.dims, rng) for t in g.input_types]
     want = ml.interpret(g, ins, ns=host)
@@ -77,10 +80,23 @@ def test_random_draws_are_the_same_on_both_backends() -> None:
     _assert_identical(b, a, "random draw")
 
 
+@pytest.mark.parametrize("graph", list(GRAPHS))
+@pytest.mark.parametrize("field", ["default", "reference"])
+def test_centred_fast_path_on_cupy_is_bit_identical(graph: str, field: str) -> None:
+    """The verifier's fast path (float64 residues centred on zero) on the device against FieldArith on the
+    host: the same residues for every benchmark graph."""
+    got, want = _fingerprints(GRAPHS[graph](), FIELDS[field], seed=4, centred=True)
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        _assert_identical(a, b, f"{graph} output {i} over {field}, centred on the device")
+
+
+@pytest.mark.parametrize("centred", [False, True], ids=["int64", "centred"])
 @pytest.mark.parametrize("field", list(FIELDS))
-def test_every_rule_is_bit_identical(field: str) -> None:
-    """Each number-system method on the same host values, both backends."""
-    host, dev = _arith(FIELDS[field])
+def test_every_rule_is_bit_identical(field: str, centred: bool) -> None:
+    """Each number-system method on the same host values, both backends (and both representations)."""
+    if centred and not CenteredFieldArith.supports(FIELDS[field]):
+        pytest.skip(f"{field} is too large for centred float64 residues")
+    host, dev = _arith(FIELDS[field], centred)
     rng = np.random.default_rng(2)
     x, y = host.random((4, 64), rng), host.random((4, 64), rng)
     w = host.random((3, 1, 64, 40), rng)
