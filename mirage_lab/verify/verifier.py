@@ -78,9 +78,8 @@ class Verifier:
             require_memory(self.reference, self.ns.element_bytes, "verifying over the finite field")
         self.backend = backend
         self.float_check, self.float_first = float_check, float_first
-        # per trial: the inputs, the reference's outputs (the number system's form) and those on the host
-        self._program: dict[int, tuple[list[FieldValue], list[FieldValue]]] = {}
-        self._program_host: dict[int, tuple[list[FieldValue], tuple[str, ...]]] = {}  # (+ their digests)
+        # per trial: the inputs, and the reference's outputs on the host with their digests
+        self._program: dict[int, tuple[list[FieldValue], list[FieldValue], tuple[str, ...]]] = {}
         # per input range of the float64 check: its inputs and the reference's outputs
         self._float_program: dict[int, tuple[list[Any], list[Any]]] = {}
         self._program_seconds = 0.0
@@ -108,25 +107,22 @@ class Verifier:
         packed = (idx if self.parity == "older" else 100003 * rank + idx) % pq
         return self.ns.from_host(packed)
 
-    def program(self, trial: int) -> tuple[list[FieldValue], list[FieldValue]]:
-        """(inputs, outputs) of the reference for ``trial``, evaluated once."""
+    def program(self, trial: int) -> tuple[list[FieldValue], list[FieldValue], tuple[str, ...]]:
+        """The inputs of ``trial``, and the reference's outputs on them (on the host) and their digests,
+        evaluated once."""
         if trial not in self._program:
             t = time.perf_counter()
             ins = self._inputs(trial)
-            outs = run_kernel_graph(self.reference, ins, self.ns)
-            self._program[trial] = (ins, outs)
-            host = [self.ns.to_host(v) for v in outs]
-            self._program_host[trial] = (host, tuple(_digest(v) for v in host))
+            outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, ins, self.ns)]
+            self._program[trial] = (ins, outs, tuple(_digest(v) for v in outs))
             self._program_seconds += time.perf_counter() - t
         return self._program[trial]
 
     def cached_bytes(self) -> int:
         """Memory held by the cached program evaluations (field trials and the float64 check)."""
         arrays: list[Any] = []
-        for ins, outs in self._program.values():
+        for ins, outs, _ in self._program.values():
             arrays += [c for v in (*ins, *outs) for c in (v.p, v.q)]
-        for host, _ in self._program_host.values():
-            arrays += [c for v in host for c in (v.p, v.q)]
         for fins, fouts in self._float_program.values():
             arrays += [*fins, *fouts]
         return sum(int(a.nbytes) for a in arrays if any(a.strides))  # zero-strided views hold no memory
@@ -201,8 +197,7 @@ class Verifier:
                 if all(cand_t[j] == ref_t[i] for i, j in enumerate(perm))]
 
     def _trial(self, cand: KernelGraph, k: int, perms: Sequence[tuple[int, ...]]) -> TrialEvidence:
-        ins, _ = self.program(k)
-        want, digests = self._program_host[k]
+        ins, want, digests = self.program(k)
         t = time.perf_counter()
         got = [self.ns.to_host(v) for v in run_kernel_graph(cand, ins, self.ns)]
         equal = {(i, j): got[j].equals(want[i]) for perm in perms for i, j in enumerate(perm)}
