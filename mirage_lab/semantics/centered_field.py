@@ -88,17 +88,18 @@ class CenteredFieldArith(FieldArith):
         t *= m
         c -= t
 
-    def _lift(self, ints: Any, m: int) -> Any:
-        """Canonical int64 residues → centred float64, a cache-sized block at a time (one pass over memory)."""
+    def _lift(self, ints: Any, m: int, in_place: bool = False) -> Any:
+        """Canonical int64 residues → centred float64, a cache-sized block at a time (one pass over memory);
+        ``in_place``: into the int64 array's own memory (ours to reuse: freshly drawn inputs)."""
         if self._is_zero(ints):
             return self._zeros(ints.shape)
         if self.xp is not np or not ints.flags.c_contiguous or ints.size <= BLOCK:
             return self._center(ints.astype(np.float64), m)
-        out = np.empty(ints.shape)
+        out = ints.view(np.float64) if in_place else np.empty(ints.shape)
         src, dst, buf = ints.reshape(-1), out.reshape(-1), np.empty(BLOCK)
         for s in range(0, src.size, BLOCK):
             part = dst[s:s + BLOCK]
-            np.copyto(part, src[s:s + BLOCK])
+            np.copyto(part, src[s:s + BLOCK].astype(np.float64))  # (a cached copy first: safe in place)
             self._center_block(part, m, buf[:part.size])
         return out
 
@@ -135,7 +136,9 @@ class CenteredFieldArith(FieldArith):
         return self.exact.to_host(self.lower(v))
 
     def random(self, shape: Any, rng: np.random.Generator) -> FieldValue:
-        return self.lift(self.exact.random(shape, rng))  # the same draws as FieldArith, hence the same trials
+        """The same draws as ``FieldArith.random`` (hence the same trials), centred in the draws' memory."""
+        v = self.exact.random(shape, rng)
+        return FieldValue(self._lift(v.p, self.field.p, True), self._lift(v.q, self.field.q, True))
 
     # -- ring operations ----------------------------------------------------------------------------
     def add(self, a: FieldValue, b: FieldValue) -> FieldValue:
@@ -170,7 +173,7 @@ class CenteredFieldArith(FieldArith):
 
     def _scale(self, v: Any, k: int, m: int) -> Any:
         """v·k mod m for a canonical integer k, taken centred so that the product stays below 2^53."""
-        if self._is_zero(v):
+        if self._is_zero(v) or k == 1:  # (an F = 1 accumulator scales whole input tiles by 1: no copy)
             return v
         return self._center(v * float(k - m if 2 * k > m else k), m)
 
