@@ -64,12 +64,9 @@ TARGETS = {"ratio_rmsnorm_1": 20.0, "ratio_gqa_8": 10.0, "speedup": 10.0, "first
 
 
 def _median_time(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    from mirage_lab.bench.harness import median_time  # (in both trees: the worker imports its own)
+
+    return median_time(fn, repeats)
 
 
 def _tiny_pair() -> tuple[Any, Any]:
