@@ -14,7 +14,7 @@ For each graph: ``mutate.mutants`` (valid, same input/output types), interleaved
 (round robin, so a per-graph limit samples every kind); each is compared with its source graph by
 the float64 interpreter (``mutate.really_different``) until ``limit`` really-different ones are
 found; each of those is verified against the benchmark program with ``ml.verify``'s defaults
-(3 trials, p = 16 774 679, float check "auto"), through one ``Verifier`` per program so the
+(3 trials, DEFAULT_FIELD, float check "auto"), through one ``Verifier`` per program so the
 program is evaluated once per trial. ``rewrites`` candidates, interleaved by kind the same way, are
 float-checked against their source graph, and the float-equal ones verified the same way.
 Every mutant must be rejected and every rewrite accepted; exceptions are listed.

@@ -38,8 +38,9 @@ rng = np.random.default_rng(0)
 # %% [markdown]
 # ## 1 · The field
 #
-# The default field uses p = 16 774 679 and q = 8 387 339 = (p − 1)/2, both ≡ 3 (mod 4) so that a square root
-# is a single power (`x^((m+1)/4)`), and ω = 4. `LARGE_FIELD` has p ≈ 2³¹; `REFERENCE_FIELD` is the
+# The default field uses p = 16 774 463 and q = 8 387 231 = (p − 1)/2, both ≡ 3 (mod 4) so that a square root
+# is a single power (`x^((m+1)/4)`), and ω = 4; 2 and 3 are squares modulo both, so that root
+# keeps small scale factors: sqrt(c²·s) = |c|·sqrt(s). `LARGE_FIELD` has p ≈ 2³¹; `REFERENCE_FIELD` is the
 # reference implementation's tiny (167, 83). The constructor checks every condition:
 
 # %%

@@ -62,8 +62,11 @@ def is_prime(n: int) -> bool:
 class FieldSpec:
     """The primes, the generator and the rule set of one verification field."""
 
-    p: int = 16_774_679
-    q: int = 8_387_339
+    #: p = 2q + 1, and 2 and 3 are quadratic residues modulo both p and q, so the root v^((m+1)/4) is
+    #: multiplicative without sign flips: sqrt(c²·s) = |c|·sqrt(s) for c = ±2^a·3^b (dyadic scalars
+    #: included). The largest such p with 128·((p+3)/2)² < 2^53 (scripts/find_field.py; docs/decisions.md).
+    p: int = 16_774_463
+    q: int = 8_387_231
     omega: int = 4
     #: reproduce the reference's rules (inv(0) = 1, its silu/gelu fingerprints): parity mode only
     reference_rules: bool = False

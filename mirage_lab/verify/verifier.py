@@ -278,7 +278,7 @@ def verify(candidate: Any, reference: Any, *, trials: int = 3, seed: int = 0, fi
            parity: Parity | None = None) -> VerificationResult:
     """Is ``candidate`` equivalent to ``reference``? Randomised finite-field testing with evidence.
 
-    ``trials`` independent random trials over ``field`` (default p = 16 774 679); the float64
+    ``trials`` independent random trials over ``field`` (default p = 16 774 463); the float64
     cross-check runs when heuristic ops occur or inputs are small (``float_check="auto"``).
     ``parity="older"|"current"`` reproduces the reference implementation's single deterministic test.
     The reference's evaluation is kept for the next call against the same program and settings

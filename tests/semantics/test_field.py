@@ -398,10 +398,26 @@ def test_named_fields_are_valid() -> None:
         assert is_prime(f.p) and is_prime(f.q) and (f.p - 1) % f.q == 0
         assert pow(f.omega, f.q, f.p) == 1 and f.omega % f.p != 1
         assert f.p % 4 == 3 and f.q % 4 == 3 and f.p < 2**31
-    assert (DEFAULT_FIELD.p, DEFAULT_FIELD.q, DEFAULT_FIELD.omega) == (16_774_679, 8_387_339, 4)
+    assert (DEFAULT_FIELD.p, DEFAULT_FIELD.q, DEFAULT_FIELD.omega) == (16_774_463, 8_387_231, 4)
+    assert DEFAULT_FIELD.p == 2 * DEFAULT_FIELD.q + 1
+    assert 128 * ((DEFAULT_FIELD.p + 3) // 2) ** 2 < 2**53  # residues kept centred in float64 stay exact
     assert (REFERENCE_FIELD.p, REFERENCE_FIELD.q, REFERENCE_FIELD.omega) == (167, 83, 3)
     assert REFERENCE_FIELD.reference_rules and not DEFAULT_FIELD.reference_rules
     assert FieldSpec(1_048_343, 524_171, 4)  # SPEC §6.5's float64-BLAS-friendly field
+
+
+def test_default_field_sqrt_respects_small_scalars() -> None:
+    """2 and 3 are quadratic residues mod p and q, so sqrt(c²·s) = |c|·sqrt(s) for c built from
+    them, dyadic and negative c included (the root is multiplicative and −1 a non-residue)."""
+    ns = FieldArith(DEFAULT_FIELD)
+    for m in (DEFAULT_FIELD.p, DEFAULT_FIELD.q):
+        assert all(pow(c, (m - 1) // 2, m) == 1 for c in (2, 3)), m
+    s = ns.random((64,), np.random.default_rng(0))
+    for c in (2, 3, 4, 6, 12, 0.5, 0.25, 1.5, 2**11 * 3, -2, -0.5):
+        scaled = ns.mul_scalar(s, c)
+        lhs = ns.sqrt(ns.mul(scaled, scaled))
+        rhs = ns.mul_scalar(ns.sqrt(ns.mul(s, s)), abs(c))
+        assert lhs.equals(rhs), c
 
 
 def test_is_prime_against_trial_division() -> None:

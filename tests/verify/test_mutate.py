@@ -382,11 +382,10 @@ def test_verifier_default_trials_rejects_mutants() -> None:
         assert r.equivalent and r.error_bound is not None and len(r.trials) == 3, m
 
 
-@pytest.mark.xfail(reason="known verifier limitation: over Z_q, sqrt(4) = -2 (the root that is a quadratic residue, "
-                          "2 being a non-residue mod q = 8 387 339), so rms_norm(2·x) = -rms_norm(x) in the q-part; "
-                          "a graph whose F = 2 loop adds the same tile twice before an rms_norm is rejected although "
-                          "it is equal over the reals", strict=False)
 def test_rms_norm_scale_invariance_known_limitation() -> None:
+    """Formerly a known limitation: the root v^((m+1)/4) gives sqrt(c²·s) = c·(c|m)·sqrt(s), and with the old
+    q = 8 387 339 (2 a non-residue) rms_norm(2·x) = −rms_norm(x) in the q-part, so a graph whose F = 2 loop adds
+    the same tile twice before an rms_norm was rejected. DEFAULT_FIELD now makes 2 and 3 residues mod p and q."""
     g = ntrans_fused()
     d = ml.ir.io.graph_to_dict(g)
     d["nodes"][3]["body"]["forloop_range"] = 2  # every loader has fmap φ: the accumulator sums the tile twice

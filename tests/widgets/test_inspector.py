@@ -12,7 +12,7 @@ from mirage_lab.verify.verifier import Verifier
 from mirage_lab.widgets.inspector import NOT_RECORDED, VerificationInspector, evidence_of
 
 PHI = -1
-P, Q = 16_774_679, 8_387_339  # the default field
+P, Q = 16_774_463, 8_387_231  # the default field
 
 
 def program() -> ml.KernelGraph:
