@@ -121,7 +121,8 @@ class CenteredFieldArith(FieldArith):
 
     @staticmethod
     def _is_zero(a: Any) -> bool:
-        """Is ``a`` one of ``_zeros``' views (or a view of one)? Real arrays are never taken for zero."""
+        """Is ``a`` a zero-strided 0, as ``_zeros`` makes? (A zero-strided array holds one value, so when that
+        value is 0 the whole array is.)"""
         return a.ndim > 0 and a.size > 1 and not any(a.strides) and not bool(a[(0,) * a.ndim])
 
     def _via_exact(self, rule: Callable[..., FieldValue], *vs: FieldValue) -> FieldValue:

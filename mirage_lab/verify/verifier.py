@@ -289,6 +289,8 @@ def verify(candidate: Any, reference: Any, *, trials: int = 3, seed: int = 0, fi
     key = (ref.canonical_hash(), trials, seed, field, backend, float_check, parity)
     with _RECENT_LOCK:
         verifier = _RECENT.get(key)
+        if verifier is None:
+            _RECENT.clear()  # another program's evaluation: free it before this one is made
     if verifier is None:
         verifier = Verifier(ref, trials=trials, seed=seed, field=field, backend=backend,
                             float_check=float_check, parity=parity)
