@@ -187,7 +187,7 @@ def before_tree(rev: str, base: Path) -> Path:
     stamp = tree / ".verify-bench-commit"
     if stamp.exists() and stamp.read_text().strip() == sha:
         return tree
-    base.mkdir(parents=True, exist_ok=True)
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)  # per user, like the project's other caches
     tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=base))  # renamed into place once complete
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", sha], check=True,
                              capture_output=True).stdout
