@@ -113,7 +113,8 @@ def measure_case(spec: dict[str, Any]) -> dict[str, Any]:
     import mirage_lab as ml
     from mirage_lab.verify import Verifier
 
-    ml.verify(*_tiny_pair())
+    backend = spec.get("backend")  # None: the library's automatic choice
+    ml.verify(*_tiny_pair(), backend=backend)
     cand, prog = _build_case(spec)
     if cand.input_types != prog.input_types:
         return {"skip": "the graph's inputs differ from the program's"}
@@ -121,19 +122,19 @@ def measure_case(spec: dict[str, Any]) -> dict[str, Any]:
     # Warm the process up with another seed, i.e. other random inputs: the measured first call then meets a
     # new (program, seed) in a process that has touched as much memory before. Without it, first_s would
     # mostly time this VM backing fresh pages on first touch (~3 ms per MiB, once per process).
-    ml.verify(cand, prog, seed=1)
+    ml.verify(cand, prog, seed=1, backend=backend)
     t = time.perf_counter()
-    first = ml.verify(cand, prog)
+    first = ml.verify(cand, prog, backend=backend)
     out: dict[str, Any] = {"first_s": time.perf_counter() - t, "verify": _verdict(first)}
-    out["repeat_s"] = _median_time(lambda: ml.verify(cand, prog), n)
-    verifier = Verifier(prog)
+    out["repeat_s"] = _median_time(lambda: ml.verify(cand, prog, backend=backend), n)
+    verifier = Verifier(prog, backend=backend) if backend else Verifier(prog)
     result = verifier.check(cand)  # the warm-up: the program's evaluation is made (and kept, where it is)
     out["per_candidate_s"] = _median_time(lambda: verifier.check(cand), n)
     out["check"], out["timings"] = _verdict(result), {k: float(v) for k, v in result.timings.items()}
     rng = np.random.default_rng(0)
     inputs = [rng.uniform(-0.5, 0.5, tt.dims) for tt in prog.input_types]
-    ml.interpret(prog, inputs)
-    out["interp_s"] = _median_time(lambda: ml.interpret(prog, inputs), n)
+    ml.interpret(prog, inputs, backend=backend)
+    out["interp_s"] = _median_time(lambda: ml.interpret(prog, inputs, backend=backend), n)
     return out
 
 
@@ -177,6 +178,14 @@ def worker(spec_text: str) -> int:
 
 def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _git_or_none(*args: str) -> str | None:
+    """``_git``, or None where there is no repository (the device machine gets a copy of the tree only)."""
+    try:
+        return _git(*args)
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def before_tree(rev: str, base: Path) -> Path:
@@ -232,7 +241,8 @@ def _tail(text: str | bytes | None, lines: int = 15) -> str:
 def side_by_side(spec: dict[str, Any], roots: dict[str, Path], flip: bool, timeout: float) -> dict[str, Any]:
     """Before and after of one case, one right after the other; ``flip`` runs after first."""
     out = {}
-    for side in (SIDES[::-1] if flip else SIDES):
+    sides = [s for s in SIDES if s in roots]
+    for side in (sides[::-1] if flip else sides):
         out[side] = run_worker(spec, roots[side], timeout)
         if "error" in out[side]:
             print(f"  !! {side} worker failed ({out[side]['error']}):\n{_indent(out[side].get('stderr_tail', ''))}",
@@ -288,8 +298,7 @@ def case_row(spec: dict[str, Any], res: dict[str, dict[str, Any]]) -> dict[str, 
 
 def search_rows(res: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for side in SIDES:
-        r = res[side]
+    for side, r in res.items():
         if "error" in r:
             rows.append({"side": side, "error": r["error"]})
             continue
@@ -302,6 +311,8 @@ def search_rows(res: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _progress(spec: dict[str, Any], row: dict[str, Any]) -> None:
     def fig(side: str) -> str:
+        if f"{side}_error" not in row and f"{side}_per_candidate_s" not in row:
+            return f"{side}: -"
         if f"{side}_error" in row:
             return f"{side}: {row[f'{side}_error']}"
         return (f"{side}: {row[f'{side}_per_candidate_s']:.3f} s/candidate, ratio {row[f'{side}_ratio']:.1f}×, "
@@ -396,7 +407,9 @@ def print_search(search: list[dict[str, Any]]) -> None:
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", default="ba8c6f1", help="git revision of the 'before' code (default ba8c6f1)")
+    ap.add_argument("--before", default="ba8c6f1",
+                    help="git revision of the 'before' code (default ba8c6f1); 'none' measures the working tree alone")
+    ap.add_argument("--backend", help="array backend of every measurement: numpy or cupy (default automatic)")
     ap.add_argument("--before-dir", help="where the before tree is extracted and kept (default ~/.cache/mirage-lab)")
     ap.add_argument("--programs", help="comma-separated program names (default all with a fused or saved graph)")
     ap.add_argument("--batch", default="1,8", help="batch sizes to include (default 1,8)")
@@ -420,14 +433,15 @@ def main() -> int:
 
     base = Path(args.before_dir) if args.before_dir else \
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mirage-lab"
-    roots = {"before": before_tree(args.before, base), "after": ROOT}
-    print(f"before: {args.before} in {roots['before']}; after: the working tree {ROOT}; "
+    roots = {"after": ROOT} if args.before == "none" else {"before": before_tree(args.before, base), "after": ROOT}
+    print(f"before: {args.before} in {roots.get('before', '-')}; after: the working tree {ROOT}; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}", file=sys.stderr)
     ref_dir = None if args.no_reference_graphs else find_reference_dir(args.reference_dir)
     if ref_dir is None and not args.no_reference_graphs:
         print("no reference checkpoints found (../shared absent): fused graphs only", file=sys.stderr)
     names = set(args.programs.split(",")) if args.programs else None
-    specs = case_specs(ref_dir, {int(x) for x in args.batch.split(",")}, names, args.repeats)
+    specs = [{**s, "backend": args.backend}
+             for s in case_specs(ref_dir, {int(x) for x in args.batch.split(",")}, names, args.repeats)]
     rows = []
     for i, spec in enumerate(specs):
         rows.append(case_row(spec, side_by_side(spec, roots, flip=i % 2 == 1, timeout=args.timeout)))
@@ -435,7 +449,7 @@ def main() -> int:
     search: list[dict[str, Any]] = []
     if not args.no_search:
         print("searching RMSNorm+Linear batch 1 (preset mlp, serial), before and after …", file=sys.stderr)
-        spec = {"search": True, "program": "rmsnorm", "batch": 1, "preset": "mlp"}
+        spec = {"search": True, "program": "rmsnorm", "batch": 1, "preset": "mlp", "backend": args.backend}
         search = search_rows(side_by_side(spec, roots, flip=False, timeout=args.timeout))
     if rows:
         print_table(rows)
@@ -452,9 +466,12 @@ def write_json(path: Path, args: argparse.Namespace, roots: dict[str, Path], row
     from interpret import hardware  # benchmarks/interpret.py, beside this script
 
     hw = {**hardware(), "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "unset")}
-    settings = {"before": args.before, "before_commit": _git("rev-parse", f"{args.before}^{{commit}}"),
-                "after_commit": _git("rev-parse", "HEAD"), "after_dirty": bool(_git("status", "--porcelain")),
-                "repeats": args.repeats, "verifier": {"trials": 3, "float_check": "auto"},
+    dirty = _git_or_none("status", "--porcelain")
+    settings = {"before": args.before, "before_commit": None if args.before == "none" else
+                _git_or_none("rev-parse", f"{args.before}^{{commit}}"),
+                "after_commit": _git_or_none("rev-parse", "HEAD"),
+                "after_dirty": None if dirty is None else bool(dirty), "repeats": args.repeats,
+                "backend": args.backend or "automatic", "verifier": {"trials": 3, "float_check": "auto"},
                 "interp": "float64, uniform(-0.5, 0.5) inputs", "search": "rmsnorm batch 1, preset mlp, serial",
                 "targets": TARGETS, "command": " ".join(sys.argv)}
     path.parent.mkdir(parents=True, exist_ok=True)
