@@ -30,7 +30,7 @@ import numpy as np
 
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.semantics.arith import Axes, strided_groups
-from mirage_lab.semantics.field import DEFAULT_FIELD, EXACT_BITS, FieldArith, FieldSpec, FieldValue
+from mirage_lab.semantics.field import DEFAULT_FIELD, EXACT_BITS, FieldArith, FieldSpec, FieldValue, draw_packed
 
 #: elements per in-cache block when numpy reduces a large array (an L2-sized float64 slice)
 BLOCK = 1 << 15
@@ -88,18 +88,17 @@ class CenteredFieldArith(FieldArith):
         t *= m
         c -= t
 
-    def _lift(self, ints: Any, m: int, in_place: bool = False) -> Any:
-        """Canonical int64 residues → centred float64, a cache-sized block at a time (one pass over memory);
-        ``in_place``: into the int64 array's own memory (ours to reuse: freshly drawn inputs)."""
+    def _lift(self, ints: Any, m: int) -> Any:
+        """Canonical int64 residues → centred float64, a cache-sized block at a time (one pass over memory)."""
         if self._is_zero(ints):
             return self._zeros(ints.shape)
         if self.xp is not np or not ints.flags.c_contiguous or ints.size <= BLOCK:
             return self._center(ints.astype(np.float64), m)
-        out = ints.view(np.float64) if in_place else np.empty(ints.shape)
+        out = np.empty(ints.shape)
         src, dst, buf = ints.reshape(-1), out.reshape(-1), np.empty(BLOCK)
         for s in range(0, src.size, BLOCK):
             part = dst[s:s + BLOCK]
-            np.copyto(part, src[s:s + BLOCK].astype(np.float64))  # (a cached copy first: safe in place)
+            np.copyto(part, src[s:s + BLOCK], casting="unsafe")
             self._center_block(part, m, buf[:part.size])
         return out
 
@@ -114,6 +113,11 @@ class CenteredFieldArith(FieldArith):
 
     def lower(self, v: FieldValue) -> FieldValue:
         return FieldValue(self._lower(v.p, self.field.p), self._lower(v.q, self.field.q))
+
+    def restrict(self, v: FieldValue, live: frozenset[str]) -> FieldValue:
+        """``v`` with each component outside ``live`` a free zero view: the matmuls and products that only
+        a dead component feeds are then skipped (semantics/liveness.py says which are dead)."""
+        return FieldValue(v.p if "p" in live else self._zeros(v.shape), v.q if "q" in live else self._zeros(v.shape))
 
     def _zeros(self, shape: tuple[int, ...]) -> Any:
         """A read-only zero component that costs no memory: every element is the same 0."""
@@ -137,9 +141,24 @@ class CenteredFieldArith(FieldArith):
         return self.exact.to_host(self.lower(v))
 
     def random(self, shape: Any, rng: np.random.Generator) -> FieldValue:
-        """The same draws as ``FieldArith.random`` (hence the same trials), centred in the draws' memory."""
-        v = self.exact.random(shape, rng)
-        return FieldValue(self._lift(v.p, self.field.p, True), self._lift(v.q, self.field.q, True))
+        """The same draws as ``FieldArith.random`` (hence the same trials), each packed x in [0, pq) centred
+        mod p into a new array and mod q in the draw's own memory: one pass, and no int64 temporaries."""
+        packed = draw_packed(self.field, shape, rng)
+        p, q = self.field.p, self.field.q
+        if self.xp is not np:
+            xf = self.xp.asarray(packed).astype(np.float64)  # exact: pq < 2^53
+            return FieldValue(self._center(xf.copy(), p), self._center(xf, q))
+        out_p, out_q = np.empty(packed.shape), packed.view(np.float64)
+        src, dst_p, dst_q = packed.reshape(-1), out_p.reshape(-1), out_q.reshape(-1)
+        xf, buf = np.empty(min(BLOCK, src.size)), np.empty(min(BLOCK, src.size))
+        for s in range(0, src.size, BLOCK):
+            n = min(BLOCK, src.size - s)
+            np.copyto(xf[:n], src[s:s + n], casting="unsafe")  # (a cached copy first: safe in place)
+            np.copyto(dst_p[s:s + n], xf[:n])
+            self._center_block(dst_p[s:s + n], p, buf[:n])
+            np.copyto(dst_q[s:s + n], xf[:n])
+            self._center_block(dst_q[s:s + n], q, buf[:n])
+        return FieldValue(out_p, out_q)
 
     # -- ring operations ----------------------------------------------------------------------------
     def add(self, a: FieldValue, b: FieldValue) -> FieldValue:
@@ -235,9 +254,9 @@ class CenteredFieldArith(FieldArith):
     def _omega_pow_blocked(self, xq: Any) -> Any:
         """``exp``'s p-part on numpy, a cache-sized block at a time: one pass over memory instead of nine."""
         low, high, shift = self._omega_ftables()
-        src = xq.reshape(-1)  # a copy only if xq is not contiguous
-        out = np.empty(xq.shape)
-        dst = out.reshape(-1)
+        src, perm = _in_memory_order(xq)
+        dst = np.empty(src.size)
+        out = dst.reshape(xq.shape if perm is None else xq.transpose(perm).shape)
         e, lo, hi_part, buf = (np.empty(BLOCK, dtype=np.int64), np.empty(BLOCK, dtype=np.int64),
                                np.empty(BLOCK), np.empty(BLOCK))
         for s in range(0, src.size, BLOCK):
@@ -250,7 +269,7 @@ class CenteredFieldArith(FieldArith):
             np.take(high, e[:n], out=hi_part[:n], mode="wrap")
             o *= hi_part[:n]
             self._center_block(o, self.field.p, buf[:n])
-        return out
+        return out if perm is None else out.transpose(np.argsort(perm))
 
     def _omega_ftables(self) -> tuple[Any, Any, int]:
         """Centred ω^lo for lo < 2^L and ω^((h − r)·2^L) for h ≤ 2r, with the shift s = r·2^L ≥ B_q."""
@@ -298,6 +317,17 @@ class CenteredFieldArith(FieldArith):
         """A rule that, like exp's, leaves 0 in the q-component."""
         out = rule(self.lower(x))
         return FieldValue(self._lift(out.p, self.field.p), self._zeros(x.shape))
+
+
+def _in_memory_order(a: Any) -> tuple[Any, list[int] | None]:
+    """``a`` flattened in the order its elements lie in memory, and the axis order that lays it out so
+    (None: already C order). An elementwise pass then streams through memory with no copy, even over a
+    transposed view such as an unfolded matmul result; only a view with gaps is copied."""
+    if a.flags.c_contiguous:
+        return a.reshape(-1), None
+    perm = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
+    t = a.transpose(perm)
+    return (t.reshape(-1), perm) if t.flags.c_contiguous else (a.reshape(-1), None)
 
 
 def verification_arith(field: FieldSpec = DEFAULT_FIELD, backend: str | None = None) -> FieldArith:

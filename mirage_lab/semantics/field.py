@@ -128,6 +128,13 @@ class FieldValue:
         return f"FieldValue(shape={self.shape})"
 
 
+def draw_packed(field: FieldSpec, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+    """One uniform integer x in [0, p·q) per element, on the host. By the Chinese remainder theorem
+    (x mod p, x mod q) is then uniform on Z_p × Z_q: the same distribution as two independent draws, at half
+    the draws (every number system derives its residues from these, so all of them see the same trials)."""
+    return rng.integers(0, field.p * field.q, size=tuple(shape), dtype=np.int64)
+
+
 class FieldArith:
     """Arithmetic over Z_p × Z_q on numpy or CuPy (implements ``NumberSystem``)."""
 
@@ -161,9 +168,12 @@ class FieldArith:
 
     def random(self, shape: Sequence[int], rng: np.random.Generator) -> FieldValue:
         """Uniform on Z_p × Z_q, drawn on the host so every backend sees the same numbers."""
-        p = rng.integers(0, self.field.p, size=tuple(shape), dtype=np.int64)
-        q = rng.integers(0, self.field.q, size=tuple(shape), dtype=np.int64)
-        return self.from_host(FieldValue(p, q))
+        return self.from_host(draw_packed(self.field, shape, rng))  # (x mod p, x mod q)
+
+    def restrict(self, v: FieldValue, live: frozenset[str]) -> FieldValue:
+        """``v`` for a graph that reads only its ``live`` components (semantics/liveness.py). The int64
+        path keeps every component: its zeros would be real arrays, and it is not the fast path."""
+        return v
 
     def structural(self, fn: Callable[..., Any], *vs: FieldValue) -> FieldValue:
         return FieldValue(fn(*(v.p for v in vs)), fn(*(v.q for v in vs)))

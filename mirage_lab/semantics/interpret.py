@@ -190,6 +190,8 @@ def save_tiles(v: Any, node: Node, bg: BlockGraph) -> Any:
                 size *= bg.grid[axis]
         order.append(3 + d)
         out_dims.append(size)
+    if v.size > 1 and not any(v.strides):  # one value everywhere (the fast field path's free zeros): stay a view
+        return xp.broadcast_to(v[(0,) * v.ndim], out_dims)
     squeeze = [axis for axis in range(3) if axis not in order]
     v = v.transpose(order + squeeze)
     return xp.ascontiguousarray(v).reshape(out_dims)

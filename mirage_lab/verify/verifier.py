@@ -33,6 +33,7 @@ from mirage_lab.semantics.centered_field import verification_arith
 from mirage_lab.semantics.field import DEFAULT_FIELD, REFERENCE_FIELD, FieldSpec, FieldValue
 from mirage_lab.semantics.footprint import available_bytes, memory_guard, require_memory
 from mirage_lab.semantics.interpret import run_kernel_graph
+from mirage_lab.semantics.liveness import live_inputs
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
 
@@ -113,10 +114,15 @@ class Verifier:
         if trial not in self._program:
             t = time.perf_counter()
             ins = self._inputs(trial)
-            outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, ins, self.ns)]
+            outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self.reference),
+                                                                 self.ns)]
             self._program[trial] = (ins, outs, tuple(_digest(v) for v in outs))
             self._program_seconds += time.perf_counter() - t
         return self._program[trial]
+
+    def _live(self, ins: list[FieldValue], graph: KernelGraph) -> list[FieldValue]:
+        """The trial's inputs as ``graph`` reads them: components that reach no output dropped (free zeros)."""
+        return [self.ns.restrict(v, live) for v, live in zip(ins, live_inputs(graph), strict=True)]
 
     def cached_bytes(self) -> int:
         """Memory held by the cached program evaluations (field trials and the float64 check)."""
@@ -199,7 +205,7 @@ class Verifier:
     def _trial(self, cand: KernelGraph, k: int, perms: Sequence[tuple[int, ...]]) -> TrialEvidence:
         ins, want, digests = self.program(k)
         t = time.perf_counter()
-        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, ins, self.ns)]
+        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, self._live(ins, cand), self.ns)]
         equal = {(i, j): got[j].equals(want[i]) for perm in perms for i, j in enumerate(perm)}
         matched = tuple(perm for perm in perms if all(equal[(i, j)] for i, j in enumerate(perm)))
         witness = None

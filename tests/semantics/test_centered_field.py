@@ -167,6 +167,23 @@ def test_centering_near_half_integers_and_at_the_limit() -> None:
         assert np.all(np.abs(got) <= bound(m))
 
 
+@pytest.mark.parametrize("field", sorted(FIELDS))
+@pytest.mark.parametrize("shape", [(), (5,), (3, 7), (2, 3 * (1 << 15) + 5)], ids=str)  # blocks and a tail
+def test_draws_are_the_int64_paths_draws(field: str, shape: tuple[int, ...]) -> None:
+    """The fast path centres the same packed draws that FieldArith reduces: identical trials, every residue
+    within ±B, and each component the packed integer's residue (Z_pq ≅ Z_p × Z_q)."""
+    exact, fast = _pair(FIELDS[field])
+    p, q = FIELDS[field].p, FIELDS[field].q
+    got, want = fast.random(shape, np.random.default_rng(3)), exact.random(shape, np.random.default_rng(3))
+    _same(fast.lower(got), want, f"{field} draws of shape {shape}")
+    assert np.all(np.abs(got.p) <= bound(p)) and np.all(np.abs(got.q) <= bound(q))
+    packed = np.random.default_rng(3).integers(0, p * q, size=shape, dtype=np.int64)
+    np.testing.assert_array_equal(want.p, packed % p)
+    np.testing.assert_array_equal(want.q, packed % q)
+    if packed.size > 1000:  # both components vary independently of each other (not x mod p = x mod q)
+        assert np.mean(want.p % q == want.q) < 3 / q
+
+
 def test_zero_components_stay_free_and_read_only() -> None:
     """exp leaves a zero-strided 0 in the q-part; matmul and sums skip it and the host gets real zeros."""
     fast = CenteredFieldArith(DEFAULT_FIELD, "numpy")
