@@ -73,8 +73,9 @@ def test_fingerprints_are_bit_identical_other_fields(graph: str, field: str) -> 
         _assert_identical(a, b, f"{graph} output {i} over {field}")
 
 
-def test_random_draws_are_the_same_on_both_backends() -> None:
-    host, dev = _arith(DEFAULT_FIELD)
+@pytest.mark.parametrize("centred", [False, True], ids=["int64", "centred"])
+def test_random_draws_are_the_same_on_both_backends(centred: bool) -> None:
+    host, dev = _arith(DEFAULT_FIELD, centred)
     a = host.random((3, 70), np.random.default_rng(5))
     b = dev.to_host(dev.random((3, 70), np.random.default_rng(5)))
     _assert_identical(b, a, "random draw")
