@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 import mirage_lab as ml
 from mirage_lab.bench import programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir
+from mirage_lab.progress import progress
 from mirage_lab.verify import Verifier
 
 
@@ -30,7 +30,7 @@ def verify_file(path: Path, name: str, batch: int, limit: int | None, trials: in
     graphs = ml.load_reference_checkpoint(path)[:limit]
     verifier = Verifier(programs.PROGRAMS[name](batch), trials=trials)
     rows = []
-    for i, g in enumerate(tqdm(graphs, desc=path.stem, leave=False)):
+    for i, g in enumerate(progress(graphs, desc=path.stem, leave=False)):
         r = verifier.check(g)
         rows.append({"file": path.stem, "graph": i, "equivalent": r.equivalent, "reason": r.reason,
                      "trials": len(r.trials), "error_bound": r.error_bound, "heuristic": r.bound_is_heuristic,

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from mirage_lab.errors import FormatError, InputError
+from mirage_lab.progress import progress as progress_report
 from mirage_lab.search.events import OUTCOMES, PRUNE_REASONS
 
 #: every verdict an event can carry, in the order views list them
@@ -68,7 +68,7 @@ class EventIndex:
     def _read(self, progress: bool, offsets: list[int], labels: list[int], parents: list[int],
               weights: list[int]) -> None:
         size = self.path.stat().st_size
-        with open(self.path, "rb") as f, tqdm(total=size, unit="B", unit_scale=True, desc="events",
+        with open(self.path, "rb") as f, progress_report(total=size, unit="B", unit_scale=True, desc="events",
                                               disable=not progress, leave=False) as bar:
             pos = 0
             for lineno, line in enumerate(f, 1):

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
@@ -27,6 +26,7 @@ from mirage_lab.cli.sources import resolve
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.paths import input_dir, output_dir, output_file
+from mirage_lab.progress import progress
 from mirage_lab.semantics.interpret import interpret
 
 #: batch sizes of the fused-vs-unfused table (the attention and RMSNorm graphs are the batch-sensitive ones)
@@ -35,14 +35,14 @@ DEMO_BATCHES = {"rmsnorm": (1, 8), "gqa": (1, 8)}
 
 def fused_frame(names: list[str], repeats: int) -> pd.DataFrame:
     """The interpreter's time and error of each hand-written fused μGraph against its unfused program."""
-    rows = [r for n in tqdm(names, desc="fused μGraphs")
+    rows = [r for n in progress(names, desc="fused μGraphs")
             for r in measure_cpu([n], DEMO_BATCHES.get(n, (1,)), repeats=repeats, log=lambda _: None)]
     return with_speedups(pd.DataFrame(rows))
 
 
 def checkpoint_rows(ref_dir: Path, per_file: int, tol: float) -> list[dict[str, Any]]:
     rows = []
-    for stem, (name, b) in tqdm(sorted(CHECKPOINTS.items()), desc="reference checkpoints"):
+    for stem, (name, b) in progress(sorted(CHECKPOINTS.items()), desc="reference checkpoints"):
         path = ref_dir / f"{stem}.json"
         if not path.exists():
             continue

@@ -39,13 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from mirage_lab.arguments import checked
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.progress import progress
 from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
@@ -281,7 +281,7 @@ class _Search:
             return done
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         executor, owned = make_executor(self.executor_spec)
-        bar = tqdm(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
+        bar = progress(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
         futures: dict[Future[Any], int] = {}
         window = 2 * getattr(executor, "_max_workers", 1) if owned else 64  # a few tasks in flight per worker
         queue = iter(todo)

@@ -1,0 +1,74 @@
+"""Progress output (issue 19, quiet logs): a bar on a terminal, whole lines now and then in a log, none on request."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from tqdm.auto import tqdm
+
+from mirage_lab.errors import InputError
+from mirage_lab.progress import LineProgress, progress, progress_mode
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_mode_follows_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MIRAGE_LAB_PROGRESS", raising=False)
+    assert progress_mode(_Tty()) == "bar"
+    assert progress_mode(io.StringIO()) == "lines"
+    monkeypatch.setenv("MIRAGE_LAB_PROGRESS", "None")
+    assert progress_mode(_Tty()) == "none"
+    monkeypatch.setenv("MIRAGE_LAB_PROGRESS", "quiet")
+    with pytest.raises(InputError, match="MIRAGE_LAB_PROGRESS='quiet'.*bar, lines, none"):
+        progress_mode()
+
+
+def test_lines_are_whole_and_rate_limited() -> None:
+    out = io.StringIO()
+    p = LineProgress(total=4, desc="search", unit="task", every_s=3600, stream=out)
+    for _ in range(4):
+        p.update()
+    assert out.getvalue() == ""  # nothing within the interval …
+    p.close()
+    p.close()
+    assert out.getvalue().splitlines() == ["search: 4/4 task (100 %), 0 s"]  # … and one line at the end, once
+    assert "\r" not in out.getvalue()
+
+
+def test_lines_every_interval_and_iteration() -> None:
+    out = io.StringIO()
+    items = list(LineProgress(range(3), desc="graphs", every_s=0, stream=out))
+    assert items == [0, 1, 2]
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == ["graphs: 1/3 it (33 %), 0 s", "graphs: 2/3 it (67 %), 0 s", "graphs: 3/3 it (100 %), 0 s"]
+    assert "LineProgress('graphs: 3/3" in repr(LineProgress(range(3), desc="graphs", initial=3))
+
+
+def test_the_factory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIRAGE_LAB_PROGRESS", "bar")
+    bar = progress(total=2, desc="x", disable=False, leave=False)
+    assert isinstance(bar, tqdm)
+    bar.close()
+    monkeypatch.setenv("MIRAGE_LAB_PROGRESS", "lines")
+    assert isinstance(progress(total=2), LineProgress)
+    quiet = progress(total=2, disable=True)
+    assert isinstance(quiet, LineProgress) and quiet.quiet
+
+
+def test_a_search_in_a_log_writes_no_bar_redraws(tmp_path: object) -> None:
+    """A script whose stderr is a file (a CI log): no carriage returns, a handful of lines."""
+    code = ("import mirage_lab as ml\n"
+            "g = ml.new_kernel_graph(); x = g.new_input(dims=(8, 64)); w = g.new_input(dims=(64, 32))\n"
+            "g.mark_output(g.matmul(x, w))\n"
+            "ml.superoptimize(g.freeze(), 'mlp', executor='serial', run_dir=False, max_block_ops=2)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "MIRAGE_LAB_PROGRESS": ""})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "\r" not in p.stderr
+    assert [ln for ln in p.stderr.splitlines() if ln.startswith("search: ")], p.stderr[-2000:]
