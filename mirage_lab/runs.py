@@ -6,14 +6,19 @@ file, then ``os.replace``), so a killed process leaves either the old file or th
 
     program.json             the input program (own JSON format)
     config.json              the SearchConfig (without budgets); written when the search starts
-    tasks/<i>.json           one finished task: its candidates, counts and time split
-    tasks/<i>.events.jsonl   that task's events
+    tasks/<i>.json.gz        one finished task: its candidates, counts, oracle verdicts and time split
+    tasks/<i>.events.jsonl.gz   that task's events
     candidates/<h>.json      each verified μGraph, written the moment it is verified
-    events.jsonl             the whole event stream, assembled in task order
+    events.jsonl.gz          the whole event stream, assembled in task order
     verdicts.json            the oracle's verdict per pruned expression
     result.json              the ranking and the SearchReport; written last
     manifest.json            the sha256 of every file above
     lock                     present while a search holds the folder (mirage_lab.search.lock)
+
+Events and task records are gzip-compressed (``mirage_lab.jsonl``: the run's event log is the tasks'
+compressed logs spliced together, so it is never compressed twice); folders written before that hold
+``events.jsonl``, ``tasks/<i>.json`` and ``tasks/<i>.events.jsonl`` uncompressed, and every reader takes
+either (``events_file``, ``task_names``).
 
 **Integrity.** ``manifest.json`` maps each file's path (relative to the folder) to the sha256
 of its bytes. Only the process that holds the folder's lock (the search's parent process)
@@ -32,6 +37,7 @@ The hashes guard against edits and damage, not against someone who rewrites the 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
@@ -42,6 +48,7 @@ from typing import Any
 from mirage_lab.cache import sha256_file as file_sha256
 from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
+from mirage_lab.jsonl import GZ, compress
 from mirage_lab.paths import file_in_the_way, output_dir
 
 DEFAULT_ROOT = "runs"
@@ -51,6 +58,14 @@ SUBFOLDERS = ("tasks", "candidates")
 
 #: what ``check`` says about a file: nothing (intact) or one of these
 CHANGED, UNRECORDED, MISSING = "was changed since the search wrote it", "has no recorded hash", "is missing"
+
+
+EVENTS, OLD_EVENTS = "events.jsonl.gz", "events.jsonl"
+
+
+def events_file(folder: Path) -> str:
+    """The name of the run's event log: compressed, or plain as older folders hold it."""
+    return OLD_EVENTS if not (folder / EVENTS).exists() and (folder / OLD_EVENTS).exists() else EVENTS
 
 
 def sha256_file(path: Path) -> str | None:
@@ -113,12 +128,19 @@ class RunFolder:
 
     # ---- JSON documents
     def write(self, name: str, doc: Any) -> str:
-        """Write ``doc`` atomically and record its hash; returns the hash."""
+        """Write ``doc`` atomically (gzip-compressed when ``name`` ends in .gz) and record its hash; returns it."""
+        if name.endswith(GZ):
+            return self._written(name, lambda p: write_atomic(p, compress(json.dumps(doc, separators=(",", ":")))))
         return self._written(name, lambda p: write_atomic(p, json.dumps(doc, indent=1, sort_keys=True)))
 
-    def write_events(self, lines: Iterable[str]) -> str:
-        """Stream JSONL lines to events.jsonl, atomically (a temporary file renamed into place)."""
-        return self._written("events.jsonl", lambda p: write_atomic(p, lines))
+    def write_events(self, members: Iterable[bytes]) -> str:
+        """Stream gzip members to events.jsonl.gz, atomically (a temporary file renamed into place)."""
+        digest = self._written(EVENTS, lambda p: write_atomic(p, members))
+        if (self.path / OLD_EVENTS).exists():  # an older folder's uncompressed log, superseded
+            (self.path / OLD_EVENTS).unlink()
+            self.hashes().pop(OLD_EVENTS, None)
+            self._dirty = True
+        return digest
 
     def _written(self, name: str, write: Any) -> str:
         _guarded(self.path / name, write)
@@ -135,6 +157,11 @@ class RunFolder:
         if not p.exists():
             return None
         try:
+            if name.endswith(GZ):
+                try:
+                    return json.loads(gzip.decompress(p.read_bytes()))
+                except (OSError, EOFError, ValueError) as e:  # (gzip's and json's complaints)
+                    raise FormatError(str(e)) from None
             return read_json(p)
         except FormatError as e:
             raise FormatError(f"{p} is damaged ({e}); delete it (or the whole run folder) to recompute it") from None
@@ -208,11 +235,18 @@ class RunFolder:
             p.unlink(missing_ok=True)
 
     # ---- tasks and candidates
+    def task_names(self, index: int) -> tuple[str, str]:
+        """A finished task's record and event log: compressed, or plain as older folders hold them."""
+        old = (f"tasks/{index}.json", f"tasks/{index}.events.jsonl")
+        if (self.path / old[0]).exists() and not (self.path / f"tasks/{index}.json.gz").exists():
+            return old
+        return f"tasks/{index}.json.gz", f"tasks/{index}.events.jsonl.gz"
+
     def task(self, index: int) -> dict[str, Any] | None:
-        return self.read(f"tasks/{index}.json")
+        return self.read(self.task_names(index)[0])
 
     def save_task(self, index: int, doc: dict[str, Any]) -> None:
-        self.write(f"tasks/{index}.json", doc)
+        self.write(f"tasks/{index}.json.gz", doc)
 
     @staticmethod
     def candidate_name(graph_hash: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mirage_lab as ml
+from mirage_lab.runs import events_file
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.runner import run_folder_path
 
@@ -68,7 +69,7 @@ def complete(folder: Path) -> bool:
     from mirage_lab.ir.io import read_json
 
     result = folder / "result.json"
-    if not result.is_file() or not (folder / "events.jsonl").is_file():
+    if not result.is_file() or not (folder / events_file(folder)).is_file():
         return False
     doc = read_json(result)
     return bool(doc["report"]["stop_reason"] == "complete"

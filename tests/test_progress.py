@@ -25,7 +25,7 @@ def test_the_mode_follows_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MIRAGE_LAB_PROGRESS", "None")
     assert progress_mode(_Tty()) == "none"
     monkeypatch.setenv("MIRAGE_LAB_PROGRESS", "quiet")
-    with pytest.raises(InputError, match="MIRAGE_LAB_PROGRESS='quiet'.*bar, lines, none"):
+    with pytest.raises(InputError, match=r"MIRAGE_LAB_PROGRESS='quiet'.*bar, lines, none"):
         progress_mode()
 
 

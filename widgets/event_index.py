@@ -1,7 +1,8 @@
-"""A search run's events.jsonl, indexed for random access without holding every event in memory.
+"""A search run's event log, indexed for random access without holding every event in memory.
 
-One pass reads each line's kind, verdict and parent into numpy arrays and remembers its byte offset;
-a full event is parsed again only when a view asks for it. Runs with millions of events then cost a
+One pass reads each line's kind, verdict and parent into numpy arrays and remembers its byte offset (in the
+uncompressed stream, for a gzip-compressed log, plus where each gzip member starts); a full event is parsed
+again only when a view asks for it, decompressing just its member. Runs with millions of events then cost a
 few bytes per event, and any step, filter or jump is an array operation.
 """
 
@@ -10,13 +11,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mirage_lab.errors import FormatError, InputError
+from mirage_lab.jsonl import CHUNK, GZ, MemberFile, members
 from mirage_lab.progress import progress as progress_report
 from mirage_lab.search.events import OUTCOMES, PRUNE_REASONS
 
@@ -46,18 +48,19 @@ def label_of(ev: dict[str, Any]) -> str:
 
 
 class EventIndex:
-    """Labels, parents and byte offsets of every event of one events.jsonl."""
+    """Labels, parents and byte offsets of every event of one run's event log (plain or gzip-compressed)."""
 
     def __init__(self, path: str | Path, progress: bool = True) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise InputError(f"{self.path} does not exist; a run folder holds events.jsonl once its search has "
+            raise InputError(f"{self.path} does not exist; a run folder holds its event log once its search has "
                              "finished (pass run_dir= to ml.superoptimize to keep one)")
         offsets: list[int] = []
         labels: list[int] = []
         parents: list[int] = []
         weights: list[int] = []
         self.node_index: dict[str, int] = {}  # expand id → event index
+        self._members: MemberFile | None = None  # a compressed log's members (set by _read)
         self._read(progress, offsets, labels, parents, weights)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=np.int8)
@@ -68,16 +71,32 @@ class EventIndex:
     def _read(self, progress: bool, offsets: list[int], labels: list[int], parents: list[int],
               weights: list[int]) -> None:
         size = self.path.stat().st_size
-        with open(self.path, "rb") as f, progress_report(total=size, unit="B", unit_scale=True, desc="events",
-                                              disable=not progress, leave=False) as bar:
-            pos = 0
-            for lineno, line in enumerate(f, 1):
-                if line.strip():
-                    self._add(line, lineno, pos, offsets, labels, parents, weights)
-                pos += len(line)
-                if lineno % 50_000 == 0:
-                    bar.update(pos - bar.n)
-            bar.update(pos - bar.n)
+        with progress_report(total=size, unit="B", unit_scale=True, desc="events", disable=not progress,
+                             leave=False) as bar:
+            pos = lineno = 0
+            for comp, data in self._chunks():
+                for line in data.splitlines(keepends=True):
+                    lineno += 1
+                    if line.strip():
+                        self._add(line, lineno, pos, offsets, labels, parents, weights)
+                    pos += len(line)
+                bar.update(comp - bar.n)
+
+    def _chunks(self) -> Iterator[tuple[int, bytes]]:
+        """(bytes of the file read so far, the next piece of the uncompressed log), ending on line ends;
+        for a compressed log, each gzip member, whose starts are recorded for ``event``."""
+        if not self.path.name.endswith(GZ):
+            with open(self.path, "rb") as f:
+                while chunk := f.read(CHUNK) + f.readline():
+                    yield f.tell(), chunk
+            return
+        comp_starts: list[int] = []
+        plain_starts: list[int] = []
+        for comp, plain, data in members(self.path):
+            comp_starts.append(comp)
+            plain_starts.append(plain)
+            yield comp, data
+        self._members = MemberFile(self.path, comp_starts, plain_starts)
 
     def _add(self, line: bytes, lineno: int, pos: int, offsets: list[int], labels: list[int], parents: list[int],
              weights: list[int]) -> None:
@@ -108,7 +127,7 @@ class EventIndex:
             CODE[label]
         except (ValueError, KeyError, FormatError) as e:
             raise FormatError(f"{self.path}:{lineno} is not a search event ({e}); the file is damaged — "
-                              "delete the run folder's events.jsonl and rerun the search to rebuild it") from None
+                              f"delete the run folder's {self.path.name} and rerun the search to rebuild it") from None
         parent = ev.get("node") if ev["e"] == "candidate" else ev.get("parent")
         return ev["e"], ev.get("id"), parent, label, int(ev.get("n", 1))
 
@@ -122,9 +141,13 @@ class EventIndex:
         """Event ``i``, parsed from the file."""
         if not 0 <= i < len(self):
             raise InputError(f"no event {i}: the run has {len(self)} events")
-        with open(self.path, "rb") as f:
-            f.seek(int(self.offsets[i]))
-            ev: dict[str, Any] = json.loads(f.readline())
+        if self._members is not None:
+            line = self._members.line_at(int(self.offsets[i]))
+        else:
+            with open(self.path, "rb") as f:
+                f.seek(int(self.offsets[i]))
+                line = f.readline()
+        ev: dict[str, Any] = json.loads(line)
         return ev
 
     def label(self, i: int) -> str:

@@ -20,7 +20,7 @@ from mirage_lab.absexpr.axioms import BY_NAME
 from mirage_lab.absexpr.of_graph import block_expressions, graph_expressions
 from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.runs import RunFolder
+from mirage_lab.runs import EVENTS, RunFolder, events_file
 from mirage_lab.search.replay import PartialGraph, partial_graph
 from mirage_lab.widgets.event_index import GROUPS, LABELS, EventIndex
 
@@ -72,8 +72,8 @@ def run_path(run: Any) -> Path:
     if path is None:
         raise InputError("this search kept no run folder; rerun it with run_dir='runs' to explore its events")
     path = Path(path)
-    if not (path / "events.jsonl").is_file():
-        raise InputError(f"{path} holds no events.jsonl; point at a run folder (runs/<program>-<config>) of a search "
+    if not (path / events_file(path)).is_file():
+        raise InputError(f"{path} holds no {EVENTS}; point at a run folder (runs/<program>-<config>) of a search "
                          "that finished or stopped at a budget")
     return path
 
@@ -84,7 +84,7 @@ class ExplorerState:
     def __init__(self, run: Any, progress: bool = True) -> None:
         self.path = run_path(run)
         self.folder = RunFolder(self.path)
-        self.index = EventIndex(self.path / "events.jsonl", progress=progress)
+        self.index = EventIndex(self.path / events_file(self.path), progress=progress)
         self.active: tuple[str, ...] = LABELS
         self.positions = np.arange(len(self.index))
         self.cursor = 0

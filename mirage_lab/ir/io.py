@@ -93,20 +93,19 @@ def save(graphs: Any, path: str | os.PathLike[str]) -> Path:
     return write_atomic(path, dumps(graphs))
 
 
-def write_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path:
-    """Write ``text`` (a string, or lines streamed one by one) to a temporary file beside ``path``, then
-    rename it into place."""
+def write_atomic(path: str | os.PathLike[str], text: str | bytes | Iterable[str] | Iterable[bytes]) -> Path:
+    """Write ``text`` (a string or bytes, or pieces of either streamed one by one) to a temporary file beside
+    ``path``, then rename it into place."""
     p = Path(path)
     if p.is_dir():
         raise PathError(f"{p} is a directory; name a file to write (e.g. {p / 'graph.json'})")
     # unique per writer: two processes may write the same file (e.g. one candidate found twice)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with writing(p), open(tmp, "w") as f:
-            if isinstance(text, str):
-                f.write(text)
-            else:
-                f.writelines(text)
+        pieces = [text] if isinstance(text, str | bytes) else text
+        with writing(p), open(tmp, "wb") as f:
+            for piece in pieces:
+                f.write(piece.encode() if isinstance(piece, str) else piece)
         with writing(p):
             os.replace(tmp, p)
     finally:

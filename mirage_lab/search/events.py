@@ -30,6 +30,8 @@ from typing import Any
 
 import pandas as pd
 
+from mirage_lab.jsonl import compress, read_lines
+
 Event = dict[str, Any]
 Decision = list[Any]
 
@@ -53,10 +55,9 @@ def path_to(events: Sequence[Event], node: str) -> list[Decision]:
 
 
 def read_events(path: Any) -> Iterator[Event]:
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+    """The events of a run's (or a task's) log, plain JSONL or gzip-compressed."""
+    for line in read_lines(Path(path)):
+        yield json.loads(line)
 
 
 class EventLog:
@@ -78,7 +79,7 @@ class EventLog:
         self.recording = keep or path is not None
         self._part = None if path is None else path.with_name(path.name + ".part")
         if self._part is not None:
-            self._part.write_text("")
+            self._part.write_bytes(b"")
 
     def append(self, ev: Event) -> None:
         kind = ev["e"]
@@ -113,8 +114,13 @@ class EventLog:
     def flush(self) -> None:
         if self._part is None or not self.events:
             return
-        with open(self._part, "a") as f:
-            f.writelines(json.dumps(e, separators=(",", ":")) + "\n" for e in self.events)
+        text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in self.events)
+        if self._part.name.endswith(".gz.part"):  # one gzip member per flush: together, one gzip stream
+            with open(self._part, "ab") as f:
+                f.write(compress(text))
+        else:
+            with open(self._part, "a") as f:
+                f.write(text)
         self.events = []
 
     def close(self) -> None:

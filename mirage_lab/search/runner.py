@@ -45,8 +45,9 @@ from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.jsonl import GZ, compress
 from mirage_lab.progress import progress
-from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place
+from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
 from mirage_lab.search.events import Event, SearchReport
@@ -58,7 +59,6 @@ from mirage_lab.search.task import (
     budgets,
     candidate_doc,
     candidate_from_doc,
-    events_name,
     run_task,
     task_context,
 )
@@ -98,7 +98,7 @@ class SearchResult:
 
         if self.run_dir is None:
             raise InputError("this search kept no run folder; pass run_dir= to keep its events")
-        return read_events(self.run_dir / "events.jsonl")
+        return read_events(self.run_dir / events_file(self.run_dir))
 
     def __repr__(self) -> str:
         best = "none" if self.best is None else f"{self.best.hash[:12]} ({len(self.best.graph.compute_nodes)} kernels)"
@@ -247,7 +247,7 @@ class _Search:
                 doc["report"]["stop_reason"] in ("state limit", "result limit")
                 and doc["budgets"] == budgets(self.config))):
             return None
-        damaged = folder.damaged(["program.json", "config.json", "events.jsonl", "verdicts.json",
+        damaged = folder.damaged(["program.json", "config.json", events_file(folder.path), "verdicts.json",
                                   *(RunFolder.candidate_name(h) for h in doc["ranking"])]) if doc else \
             [f"result.json {why}"]
         if damaged:
@@ -324,7 +324,7 @@ class _Search:
         names of those that were changed since are added to ``changed``)."""
         if self.folder is None:
             return None
-        names = [f"tasks/{index}.json", events_name(index)]
+        names = list(self.folder.task_names(index))
         checks = [self.folder.check(n) for n in names]
         if any(checks):
             changed += [n for n, why in zip(names, checks, strict=True) if why == CHANGED]
@@ -398,15 +398,25 @@ class _Search:
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
 
-    def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[str]:
-        """The frontier's events with each task's events spliced in at its root, in task order."""
+    def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[bytes]:
+        """The frontier's events with each task's events spliced in at its root, in task order, as gzip
+        members: a task's compressed log is copied byte for byte, the frontier's own lines compressed."""
         assert self.folder is not None
+        lines: list[str] = []
         for ev in front.events.events:
             if ev["e"] != "task":
-                yield json.dumps(ev, separators=(",", ":")) + "\n"
-            elif ev["task"] in merged:
-                with open(self.folder.path / events_name(ev["task"])) as f:
-                    yield from f
+                lines.append(json.dumps(ev, separators=(",", ":")) + "\n")
+                continue
+            if ev["task"] not in merged:
+                continue
+            if lines:
+                yield compress("".join(lines))
+                lines = []
+            name = self.folder.task_names(ev["task"])[1]
+            log = self.folder.path / name
+            yield log.read_bytes() if name.endswith(GZ) else compress(log.read_text())  # (an older folder's)
+        if lines:
+            yield compress("".join(lines))
 
     def _limit_reached(self, states: int, found: int) -> bool:
         c = self.config

@@ -58,7 +58,7 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
         if folder is not None:
             files[RunFolder.candidate_name(c.hash)] = folder.save_candidate(candidate_doc(c))
 
-    # with a run folder, events stream to tasks/<i>.events.jsonl instead of piling up in memory
+    # with a run folder, events stream to tasks/<i>.events.jsonl.gz instead of piling up in memory
     log = EventLog(folder.path / events_name(index) if folder is not None else None, keep=False)
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
@@ -73,7 +73,7 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
 
 
 def events_name(index: int) -> str:
-    return f"tasks/{index}.events.jsonl"
+    return f"tasks/{index}.events.jsonl.gz"
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:

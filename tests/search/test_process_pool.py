@@ -22,6 +22,7 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.search.config import preset
+from mirage_lab.search.events import read_events
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.runner import run_folder_path, superoptimize
 from tests.conftest import REPO_ROOT
@@ -97,7 +98,7 @@ def test_two_processes_search_one_folder_in_turn(tmp_path: Path, reference: ml.s
         assert f"is being searched by pid {os.getpid()} on " in text and text.count("\n") == 1
     assert sorted(o["cached"] for o in outs) == [False, True]  # one searched; the other read its result
     assert all(o["hashes"] == [c.hash for c in reference.candidates] for o in outs)
-    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    events = list(read_events(folder / "events.jsonl.gz"))
     ids = [e["id"] for e in events if e["e"] == "expand"]
     assert len(ids) == len(set(ids)) == reference.report.states  # no task's events written twice
     assert not (folder / "lock").exists() and not list(folder.rglob("*.tmp")) and not list(folder.rglob("*.part"))

@@ -8,6 +8,7 @@ config is refused. Bad places for run folders are one clear error.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import warnings
@@ -49,15 +50,21 @@ def files(folder: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
 
 
+def _read(path: Path) -> Any:
+    """A run folder's JSON document, gzip-compressed (task records) or not."""
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+
+
 def edit_op(path: Path, old: str = "div", new: str = "mul") -> None:
     """Change the first block op ``old`` of a saved candidate's (or task's first candidate's) graph to ``new``."""
-    doc = json.loads(path.read_text())
+    doc = _read(path)
     graph = doc["graph"] if "graph" in doc else doc["candidates"][0]["graph"]
     for node in graph["nodes"]:
         for op in node.get("body", {}).get("nodes", []):
             if op["op"] == old:
                 op["op"] = new
-                path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+                text = json.dumps(doc, indent=1, sort_keys=True)
+                path.write_bytes(gzip.compress(text.encode())) if path.suffix == ".gz" else path.write_text(text)
                 return
     raise AssertionError(f"no {old} op in {path}")
 
@@ -104,8 +111,8 @@ def test_load_run_drops_a_tampered_candidate_and_writes_nothing(run: Path,
 
 def test_a_tampered_task_runs_again(run: Path, finished: ml.search.SearchResult) -> None:
     """Both copies of a candidate edited: its task no longer matches its hash, so the task runs again."""
-    (task,) = [p for p in (run / "tasks").glob("*[0-9].json") if json.loads(p.read_text())["candidates"]][:1]
-    h = json.loads(task.read_text())["candidates"][0]["hash"]
+    (task,) = [p for p in (run / "tasks").glob("*[0-9].json.gz") if _read(p)["candidates"]][:1]
+    h = _read(task)["candidates"][0]["hash"]
     edit_op(task)
     edit_op(run / "candidates" / f"{h[:16]}.json")
     with warnings.catch_warnings(record=True) as caught:

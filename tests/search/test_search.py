@@ -83,7 +83,7 @@ def test_run_folder_is_the_cache(tmp_path: Path, reference_run: ml.search.Search
     assert not first.report.cached and first.run_dir is not None
     (folder,) = tmp_path.iterdir()
     assert {p.name for p in folder.iterdir()} >= {"program.json", "config.json", "tasks", "candidates",
-                                                   "events.jsonl", "verdicts.json", "result.json"}
+                                                   "events.jsonl.gz", "verdicts.json", "result.json"}
     second = search(run_dir=tmp_path)
     assert second.report.cached and [c.hash for c in second.candidates] == [c.hash for c in first.candidates]
     assert [c.hash for c in first.candidates] == [c.hash for c in reference_run.candidates]
@@ -109,7 +109,7 @@ def test_interrupt_and_resume_lose_nothing(tmp_path: Path, reference_run: ml.sea
     assert stopped.report.stop_reason == "interrupted"
     assert 0 < stopped.report.tasks_done < total
     (folder,) = tmp_path.iterdir()
-    saved_tasks = len(list((folder / "tasks").glob("*[0-9].json")))
+    saved_tasks = len(list((folder / "tasks").glob("*[0-9].json.gz")))
     assert saved_tasks == stopped.report.tasks_done
     kept = {p.name for p in (folder / "candidates").glob("*.json")}
     resumed = search(run_dir=tmp_path)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mirage_lab.errors import FormatError, InputError
+from mirage_lab.runs import EVENTS
 from mirage_lab.search.events import read_events
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.widgets.event_index import EventIndex, label_of
@@ -17,8 +18,8 @@ from mirage_lab.widgets.explorer_state import ExplorerState, decision_text
 
 
 def test_index_matches_the_events_and_the_report(small_run: SearchResult, small_run_dir: Path) -> None:
-    events = list(read_events(small_run_dir / "events.jsonl"))
-    ix = EventIndex(small_run_dir / "events.jsonl", progress=False)
+    events = list(read_events(small_run_dir / EVENTS))
+    ix = EventIndex(small_run_dir / EVENTS, progress=False)
     assert len(ix) == len(events)
     assert [ix.label(i) for i in range(len(ix))] == [label_of(e) for e in events]
     assert all(ix.event(i) == events[i] for i in range(0, len(events), max(1, len(events) // 50)))
@@ -33,8 +34,8 @@ def test_index_matches_the_events_and_the_report(small_run: SearchResult, small_
 def test_fast_reader_agrees_with_json(tmp_path: Path, small_run_dir: Path) -> None:
     # the same events written with spaces defeat the fast path: every line goes through json.loads
     spaced = tmp_path / "events.jsonl"
-    spaced.write_text("".join(json.dumps(e) + "\n" for e in read_events(small_run_dir / "events.jsonl")))
-    a, b = EventIndex(small_run_dir / "events.jsonl", progress=False), EventIndex(spaced, progress=False)
+    spaced.write_text("".join(json.dumps(e) + "\n" for e in read_events(small_run_dir / EVENTS)))
+    a, b = EventIndex(small_run_dir / EVENTS, progress=False), EventIndex(spaced, progress=False)
     assert np.array_equal(a.labels, b.labels) and np.array_equal(a.parents, b.parents)
     assert np.array_equal(a.weights, b.weights)
 

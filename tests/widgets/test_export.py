@@ -10,6 +10,7 @@ import pytest
 
 from mirage_lab.bench import fused
 from mirage_lab.errors import InputError
+from mirage_lab.runs import EVENTS
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.widgets.export import export_html
 from mirage_lab.widgets.graph_view import GraphView
@@ -46,7 +47,7 @@ def test_export_of_a_run(small_run: SearchResult, tmp_path: Path) -> None:
 def test_export_refuses_an_unfinished_run(small_run_dir: Path, tmp_path: Path) -> None:
     partial = tmp_path / "partial"
     partial.mkdir()
-    (partial / "events.jsonl").write_bytes((small_run_dir / "events.jsonl").read_bytes())
+    (partial / EVENTS).write_bytes((small_run_dir / EVENTS).read_bytes())
     (partial / "program.json").write_bytes((small_run_dir / "program.json").read_bytes())
     with pytest.raises(InputError, match="did not finish"):
         export_html(partial, tmp_path / "x.html", progress=False)

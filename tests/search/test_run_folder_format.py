@@ -1,0 +1,102 @@
+"""Compressed run folders (issue 19, small run folders): gzip-member event logs with random access, and folders
+in the older uncompressed layout still served, explored, loaded and resumed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.errors import FormatError
+from mirage_lab.jsonl import MemberFile, compress, members, read_lines
+from mirage_lab.runs import EVENTS, MANIFEST, OLD_EVENTS, RunFolder, events_file, sha256_file
+from mirage_lab.search.events import read_events
+from mirage_lab.search.load import load_run
+from mirage_lab.widgets.event_index import EventIndex
+from mirage_lab.widgets.explorer_state import ExplorerState
+from tests.search.test_search import search
+
+
+def test_members_give_random_access(tmp_path: Path) -> None:
+    lines = [json.dumps({"e": "expand", "id": f"n{i}"}) + "\n" for i in range(5000)]
+    path = tmp_path / "log.jsonl.gz"
+    path.write_bytes(b"".join(compress("".join(lines[a:b])) for a, b in ((0, 1), (1, 2000), (2000, 5000))))
+    found = list(members(path))
+    assert [len(m[2]) for m in found] == [len("".join(lines[a:b]).encode()) for a, b in ((0, 1), (1, 2000),
+                                                                                           (2000, 5000))]
+    assert list(read_lines(path)) == lines == gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    access = MemberFile(path, [m[0] for m in found], [m[1] for m in found])
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line.encode()))
+    for i in (0, 1, 1999, 2000, 4999, 3333):
+        assert access.line_at(offsets[i]).decode() == lines[i]
+    path.write_bytes(path.read_bytes()[:-7])  # cut inside the last member
+    with pytest.raises(FormatError, match="truncated"):
+        list(members(path))
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> ml.search.SearchResult:
+    return search(run_dir=tmp_path_factory.mktemp("runs"))
+
+
+def _old_layout(run: Path, into: Path) -> Path:
+    """A copy of ``run`` as searches wrote it before compression (plain logs and task records), with its
+    manifest rewritten to match, as such a search would have recorded it."""
+    old = into / run.name
+    shutil.copytree(run, old)
+    (old / OLD_EVENTS).write_bytes(gzip.decompress((old / EVENTS).read_bytes()))
+    (old / EVENTS).unlink()
+    for p in sorted((old / "tasks").glob("*.gz")):
+        p.with_suffix("").write_bytes(gzip.decompress(p.read_bytes()))
+        p.unlink()
+    manifest = json.loads((old / MANIFEST).read_text())
+    manifest["sha256"] = {name: sha256_file(old / name) for name in
+                          [n.removesuffix(".gz") for n in manifest["sha256"]] if (old / name).exists()}
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    return old
+
+
+def test_a_compressed_folder_holds_the_same_events(finished: ml.search.SearchResult) -> None:
+    run = finished.run_dir
+    assert run is not None and events_file(run) == EVENTS
+    assert not list(run.glob("tasks/*.json")) and not list(run.glob("tasks/*.events.jsonl"))
+    events = list(read_events(run / EVENTS))
+    assert sum(e["e"] == "expand" for e in events) == finished.report.states
+    index = EventIndex(run / EVENTS, progress=False)
+    assert len(index) == len(events) and all(index.event(i) == events[i] for i in range(0, len(events), 97))
+
+
+def test_an_older_uncompressed_folder_is_still_served(finished: ml.search.SearchResult, tmp_path: Path) -> None:
+    old = _old_layout(finished.run_dir, tmp_path)  # type: ignore[arg-type]
+    assert events_file(old) == OLD_EVENTS and RunFolder(old).task_names(0) == ("tasks/0.json",
+                                                                              "tasks/0.events.jsonl")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no file is reported damaged
+        again = search(run_dir=tmp_path)
+        loaded = load_run(old)
+    assert again.report.cached and [c.hash for c in again.candidates] == [c.hash for c in finished.candidates]
+    assert [c.hash for c in loaded.candidates] == [c.hash for c in finished.candidates]
+    state = ExplorerState(old, progress=False)
+    assert len(state.index) == len(list(read_events(old / OLD_EVENTS)))
+
+
+def test_an_older_folder_is_rebuilt_from_its_uncompressed_tasks(finished: ml.search.SearchResult,
+                                                                  tmp_path: Path) -> None:
+    """Without result.json the run is assembled again from the old task records and logs, into the new layout."""
+    old = _old_layout(finished.run_dir, tmp_path)  # type: ignore[arg-type]
+    (old / "result.json").unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rebuilt = search(run_dir=tmp_path)
+    assert not [w for w in caught if "running" in str(w.message)], [str(w.message) for w in caught]
+    assert [c.hash for c in rebuilt.candidates] == [c.hash for c in finished.candidates]
+    assert rebuilt.report.states == finished.report.states
+    assert events_file(old) == EVENTS and not (old / OLD_EVENTS).exists()
+    assert list(read_events(old / EVENTS)) == list(read_events(finished.run_dir / EVENTS))  # type: ignore[operator]
