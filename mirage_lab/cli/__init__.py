@@ -6,6 +6,7 @@
     mirage-lab codegen runs/<run> --out best.cu --ptx sm_80 sm_90
     mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
     mirage-lab report runs/<run> --html run.html      a search run as one static HTML page
+    mirage-lab runs --remove --older-than 7d --keep-best   list run folders; remove old ones
 
 GRAPH arguments are described in ``mirage_lab/cli/sources.py`` (``mirage-lab search --help``).
 """
@@ -22,6 +23,7 @@ from mirage_lab.cli import commands, demo
 from mirage_lab.cli.argument_types import (
     Parser,
     UsageError,
+    age,
     count,
     cuda_arch,
     positive_int,
@@ -30,6 +32,8 @@ from mirage_lab.cli.argument_types import (
 )
 from mirage_lab.cli.sources import FORMS, ProgramFileError
 from mirage_lab.errors import MirageError
+from mirage_lab.runs import DEFAULT_ROOT
+from mirage_lab.search.run_list import BEST_FOLDER
 
 GRAPH_HELP = f"GRAPH: {FORMS}"
 
@@ -117,12 +121,28 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=demo.report)
 
 
+def _runs_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list run folders (program, state, size, best μGraph); remove old ones",
+                       description="List the run folders under ROOT. With --remove, delete those last written "
+                                   "before --older-than (or --all); a folder a search holds is never touched.")
+    p.add_argument("root", nargs="?", default=DEFAULT_ROOT, help=f"the folder of run folders (default {DEFAULT_ROOT})")
+    p.add_argument("--remove", action="store_true", help="delete the selected run folders")
+    p.add_argument("--older-than", type=age, metavar="AGE", help="select runs last written before AGE ago: 30m, 12h, "
+                                                                   "7d, 2w (a bare number is days)")
+    p.add_argument("--all", action="store_true", help="select every run folder")
+    p.add_argument("--keep-best", action="store_true",
+                   help=f"save each removed run's best μGraph as ROOT/{BEST_FOLDER}/<run>.json first")
+    p.add_argument("--dry-run", action="store_true", help="say what --remove would delete, delete nothing")
+    p.set_defaults(func=commands.runs)
+
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="mirage-lab", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:9]))
+                                epilog="\n".join(__doc__.splitlines()[2:10]))
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_demo_parser, _search_parser, _verify_parser, _codegen_parser, _bench_parser, _report_parser):
+    for add in (_demo_parser, _search_parser, _verify_parser, _codegen_parser, _bench_parser, _report_parser,
+                _runs_parser):
         add(sub)
     return p
 

@@ -48,3 +48,15 @@ def cuda_arch(text: str) -> str:
     if not re.fullmatch(r"sm_\d{2,3}[af]?", text):
         raise argparse.ArgumentTypeError(f"expected a CUDA architecture such as sm_80 or sm_90, got {text!r}")
     return text
+
+
+#: seconds per unit of an age: minutes, hours, days, weeks
+AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def age(text: str) -> float:
+    """An age such as 30m, 12h, 7d or 2w (a bare number is days), in seconds."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([mhdw]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected an age such as 30m, 12h, 7d or 2w, got {text!r}")
+    return float(m.group(1)) * AGE_UNITS[m.group(2) or "d"]

@@ -183,3 +183,28 @@ def bench(args: argparse.Namespace) -> int:
         print(f"wrote {out / f'{name}.csv'}; proxy_us is the cost model's estimate, median_us a measurement")
     return 0
 
+
+
+# --------------------------------------------------------------------------- runs
+
+def runs(args: argparse.Namespace) -> int:
+    """List the run folders under ROOT; with --remove, delete the selected ones (see ``search/run_list.py``)."""
+    from mirage_lab.search.run_list import remove_runs, runs_table
+
+    selecting = args.older_than is not None or args.all
+    if (args.keep_best or args.dry_run or selecting) and not args.remove:
+        raise InputError("--older-than, --all, --keep-best and --dry-run go with --remove (listing takes none)")
+    if args.remove:
+        if not selecting:
+            raise InputError("say which runs to remove: --older-than AGE (30m, 12h, 7d, 2w) or --all")
+        done = remove_runs(args.root, older_than_s=args.older_than, everything=args.all, keep_best=args.keep_best,
+                           dry_run=args.dry_run)
+        print(done.to_string(index=False) if len(done) else f"no run folder under {args.root} was selected")
+        return 0
+    table = runs_table(args.root)
+    if not len(table):
+        print(f"no run folders under {args.root}")
+        return 0
+    print(table.to_string(index=False, na_rep="-"))
+    print(f"{len(table)} run folders, {table['MB'].sum():.1f} MB")
+    return 0
