@@ -14,6 +14,9 @@ claim is at 11).
     .venv/bin/python benchmarks/search.py [--programs rmsnorm:1,gated_mlp] [--processes 1,2]
         [--time-limit 600] [--pruning] [--json out.json] [--save-best data/search_best]
 
+Each search writes a fresh run folder (its MB and files are reported, then it is removed); with several
+process counts, ``speedup_vs_serial`` compares each with the serial run.
+
 ``--root`` explores a single block-graph root, e.g. the one holding the reference's GQA kernel 1:
 ``--programs gqa:1 --root '["c", [0, 1, 2], [2, 16, 4], [[0, -1, 1], [0, 2, -1], [0, 1, -1]], [-1, 2, 1], 4]'``
 """
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -49,11 +54,16 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
     executor = "serial" if processes == 1 else _pool(processes)
     t0 = time.time()
     config = preset(PRESET[name], time_limit_s=time_limit, **(overrides or {}))
-    res = superoptimize(program, config, executor=executor, run_dir=False, progress=False)
+    runs = tempfile.mkdtemp(prefix="search-bench-")  # a fresh run folder, measured and removed
+    try:
+        res = superoptimize(program, config, executor=executor, run_dir=runs, progress=False)
+        wall = time.time() - t0
+        folder_bytes, folder_files = _usage(Path(runs))
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
     if save_best and res.best is not None:  # the codegen snapshots compile these (tests/codegen)
         Path(save_best).mkdir(parents=True, exist_ok=True)
         save(res.best.graph, Path(save_best) / f"{name}_bs{batch}.json")
-    wall = time.time() - t0
     single = [c.found_s for c in res.candidates if len(c.graph.compute_nodes) == 1 and c.graph.block_graphs]
     # LoRA's reference kernel computes X·W, X·A and (XA)·B as three matmuls (SPEC §9: no concat_then_matmul)
     plain = [c.found_s for c in res.candidates if len(c.graph.compute_nodes) == 1 and c.graph.block_graphs
@@ -75,7 +85,20 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
             "oracle_s": round(r.seconds["oracle"], 1), "verification_s": round(r.seconds["verification"], 1),
             "best_kernels": len(res.best.graph.compute_nodes) if res.best else None,
             "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None,
-            "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2)}
+            "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2),
+            "run_folder_MB": round(folder_bytes / 1e6, 2), "run_folder_files": folder_files}
+
+
+def _usage(root: Path) -> tuple[int, int]:
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files), len(files)
+
+
+def with_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's speed-up over the serial search of the same program and batch (total wall time)."""
+    serial = {(r["program"], r["batch"]): r["total_s"] for r in rows if r["processes"] == 1}
+    return [{**r, "speedup_vs_serial": round(serial[key] / r["total_s"], 2)
+             if (key := (r["program"], r["batch"])) in serial and r["total_s"] else None} for r in rows]
 
 
 ATTENTION = ("gqa", "mqa", "mha", "qknorm_gqa")
@@ -185,6 +208,7 @@ def main() -> int:
         if args.pruning and name in ("rmsnorm", "gated_mlp", "ntrans"):
             prune_rows.append(pruning_row(name, batch, args.block_ops, args.sample, args.unpruned_cap))
             print(json.dumps(prune_rows[-1]), file=sys.stderr, flush=True)
+    rows = with_speedups(rows)
     if rows:
         print(pd.DataFrame(rows).to_markdown(index=False))
     if prune_rows:
