@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 
 import mirage_lab as ml
+from tests.conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "benchmarks"
@@ -15,10 +15,7 @@ FIX = "the saved benchmark definitions drifted from mirage_lab.bench; rerun scri
 
 
 def test_saved_definitions_match_the_code() -> None:
-    spec = importlib.util.spec_from_file_location("export_benchmarks", ROOT / "scripts" / "export_benchmarks.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(ROOT / "scripts" / "export_benchmarks.py", "export_benchmarks")
     defs = script.definitions()
     assert sorted(p.name for p in DATA.glob("*.json")) == sorted(defs), FIX
     for file, (graph, _) in defs.items():

@@ -14,29 +14,16 @@ the graphs are non-equivalent under any semantics, not an interpreter artefact.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "reference_equivalence.py"
 
 
-def _script() -> ModuleType:
-    name = "reference_equivalence"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
-
-
-re_eq = _script()
+re_eq = load_script(SCRIPT, "reference_equivalence")
 
 #: file stem → indices of the graphs that do not compute the file's program (all others must match)
 EXPECTED_MISMATCHES: dict[str, set[int]] = {stem: set() for stem in re_eq.FILE_PROGRAMS}

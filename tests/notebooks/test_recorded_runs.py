@@ -8,11 +8,8 @@ silently search again (and write into data/): these tests fail first, saying wha
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -20,22 +17,13 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.search.task import BUDGETS
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, load_script
 
 RERUN = "rerun `.venv/bin/python scripts/record_runs.py --clean` and commit data/runs/"
 MAX_BYTES = 5_000_000
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("record_runs", REPO_ROOT / "scripts" / "record_runs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-record_runs = _load_script()
+record_runs = load_script(REPO_ROOT / "scripts" / "record_runs.py", "record_runs")
 RECORDINGS = record_runs.RECORDINGS
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,16 +12,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "kernels.py"
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_kernels", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "bench_kernels")
 
 
 def test_correlation_report_from_rows() -> None:

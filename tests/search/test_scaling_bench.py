@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,17 +9,14 @@ from types import ModuleType
 
 import pytest
 
+from tests.conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "scaling.py"
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_scaling", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # (dataclasses look their module up)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "bench_scaling")
 
 
 def test_the_simulation_by_hand() -> None:
