@@ -35,6 +35,9 @@ from mirage_lab.jsonl import compress, read_lines
 Event = dict[str, Any]
 Decision = list[Any]
 
+#: an event as one compact JSON line (one encoder for all: json.dumps would build one per event)
+event_line = json.JSONEncoder(separators=(",", ":")).encode
+
 PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate")
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
 
@@ -114,7 +117,7 @@ class EventLog:
     def flush(self) -> None:
         if self._part is None or not self.events:
             return
-        text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in self.events)
+        text = "".join(event_line(e) + "\n" for e in self.events)
         if self._part.name.endswith(".gz.part"):  # one gzip member per flush: together, one gzip stream
             with open(self._part, "ab") as f:
                 f.write(compress(text))

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import html
-import json
 import os
 import time
 import warnings
@@ -50,7 +49,7 @@ from mirage_lab.progress import progress
 from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
-from mirage_lab.search.events import Event, SearchReport
+from mirage_lab.search.events import Event, SearchReport, event_line
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.pool import process_pool
 from mirage_lab.search.saved import ranked_candidates
@@ -405,7 +404,7 @@ class _Search:
         lines: list[str] = []
         for ev in front.events.events:
             if ev["e"] != "task":
-                lines.append(json.dumps(ev, separators=(",", ":")) + "\n")
+                lines.append(event_line(ev) + "\n")
                 continue
             if ev["task"] not in merged:
                 continue
