@@ -24,11 +24,31 @@ GZ = ".gz"
 CHUNK = 1 << 20
 #: decompressed members kept for random access
 CACHED_MEMBERS = 4
+#: the most one gzip member may expand to: a worker's flush is a few MB, so anything far larger is no log
+#: we wrote (a decompression bomb in a folder someone handed over), refused before it fills memory
+MAX_MEMBER = 256 << 20
 
 
 def compress(text: str) -> bytes:
     """One gzip member (no timestamp, so equal text gives equal bytes)."""
     return gzip.compress(text.encode(), compresslevel=6, mtime=0)
+
+
+def inflate(raw: bytes, path: Path) -> bytes:
+    """One gzip member's bytes, refused (``FormatError``) beyond ``MAX_MEMBER`` or when damaged."""
+    d = zlib.decompressobj(wbits=31)
+    try:
+        data = d.decompress(raw, MAX_MEMBER + 1)
+    except zlib.error as e:
+        raise FormatError(f"{path} is not valid gzip ({e})") from None
+    if len(data) > MAX_MEMBER or d.unconsumed_tail:
+        raise _too_large(path, 0)
+    return data
+
+
+def _too_large(path: Path, at: int) -> FormatError:
+    return FormatError(f"{path}: the gzip member at byte {at} expands beyond {MAX_MEMBER >> 20} MiB, which no "
+                       "search writes; the file is not a run folder's (delete it, or the folder, and search again)")
 
 
 def read_lines(path: Path) -> Iterator[str]:
@@ -50,12 +70,15 @@ def members(path: Path) -> Iterator[tuple[int, int, bytes]]:
                 if not pending:
                     return
             d = zlib.decompressobj(wbits=31)  # one gzip member
-            parts, start = [], comp
+            parts, start, size = [], comp, 0
             while True:
                 try:
-                    parts.append(d.decompress(pending))
+                    parts.append(d.decompress(pending, MAX_MEMBER + 1 - size))
                 except zlib.error as e:
                     raise FormatError(f"{path} is not a complete gzip file at byte {comp} ({e})") from None
+                size += len(parts[-1])
+                if size > MAX_MEMBER or d.unconsumed_tail:
+                    raise _too_large(path, start)
                 if d.eof:
                     comp += len(pending) - len(d.unused_data)
                     pending = d.unused_data
@@ -91,7 +114,7 @@ class MemberFile:
             f.seek(self.comp_starts[k])
             end = self.comp_starts[k + 1] if k + 1 < len(self.comp_starts) else None
             raw = f.read() if end is None else f.read(end - self.comp_starts[k])
-        data = zlib.decompressobj(wbits=31).decompress(raw)
+        data = inflate(raw, self.path)
         self._cache[k] = data
         if len(self._cache) > CACHED_MEMBERS:
             self._cache.popitem(last=False)

@@ -37,7 +37,6 @@ The hashes guard against edits and damage, not against someone who rewrites the 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import time
@@ -48,7 +47,7 @@ from typing import Any
 from mirage_lab.cache import sha256_file as file_sha256
 from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
-from mirage_lab.jsonl import GZ, compress
+from mirage_lab.jsonl import GZ, compress, inflate
 from mirage_lab.paths import file_in_the_way, output_dir
 
 DEFAULT_ROOT = "runs"
@@ -159,8 +158,8 @@ class RunFolder:
         try:
             if name.endswith(GZ):
                 try:
-                    return json.loads(gzip.decompress(p.read_bytes()))
-                except (OSError, EOFError, ValueError) as e:  # (gzip's and json's complaints)
+                    return json.loads(inflate(p.read_bytes(), p))
+                except ValueError as e:  # (json's complaint; inflate raises FormatError itself)
                     raise FormatError(str(e)) from None
             return read_json(p)
         except FormatError as e:

@@ -100,3 +100,19 @@ def test_an_older_folder_is_rebuilt_from_its_uncompressed_tasks(finished: ml.sea
     assert rebuilt.report.states == finished.report.states
     assert events_file(old) == EVENTS and not (old / OLD_EVENTS).exists()
     assert list(read_events(old / EVENTS)) == list(read_events(finished.run_dir / EVENTS))  # type: ignore[operator]
+
+
+def test_a_member_that_expands_too_far_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decompression bomb in a folder someone handed over fails with a FormatError, before filling memory."""
+    import mirage_lab.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "MAX_MEMBER", 10_000)
+    log = tmp_path / EVENTS
+    log.write_bytes(compress('{"e":"expand","id":"f0"}\n') + compress(" " * 50_000 + "\n"))
+    with pytest.raises(FormatError, match="expands beyond"):
+        list(members(log))
+    run = tmp_path / "run"
+    (run / "tasks").mkdir(parents=True)
+    (run / "tasks" / "0.json.gz").write_bytes(compress(json.dumps({"pad": " " * 50_000})))
+    with pytest.raises(FormatError, match=r"expands beyond.*delete it"):
+        RunFolder(run).task(0)
