@@ -74,7 +74,7 @@ def describe_run(path: Path, names: dict[str, str] | None = None) -> RunInfo:
     try:
         program = folder.program()
         label = (names or {}).get(program.canonical_hash()) or _ops(program)
-    except (FormatError, PathError, InputError) as e:
+    except MirageError as e:  # damaged, or edited since the search (RunFolderError): listed, not fatal
         label = f"unreadable program ({e})"
     holder = RunLock.holder(path)
     total = len(list(path.glob("tasks/*.json*")))

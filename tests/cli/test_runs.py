@@ -53,6 +53,10 @@ def test_the_table(finished: ml.search.SearchResult, tmp_path: Path, capsys: pyt
     assert main(["runs", str(root)]) == 0
     out = capsys.readouterr().out
     assert "complete" in out and "2 run folders" in out and "notes" not in out
+    edited = root / finished.run_dir.name / "program.json"  # type: ignore[union-attr]
+    edited.write_text(edited.read_text().replace("4096", "4097").replace("256", "257"))
+    row = runs_table(root).set_index("run").loc[finished.run_dir.name]  # type: ignore[union-attr]
+    assert row["program"].startswith("unreadable program") and "was changed" in row["program"]
 
 
 def test_removing_old_runs_keeps_the_best_and_the_rest(finished: ml.search.SearchResult, tmp_path: Path) -> None:
