@@ -127,7 +127,7 @@ def measure_case(spec: dict[str, Any]) -> dict[str, Any]:
     first = ml.verify(cand, prog, backend=backend)
     out: dict[str, Any] = {"first_s": time.perf_counter() - t, "verify": _verdict(first)}
     out["repeat_s"] = _median_time(lambda: ml.verify(cand, prog, backend=backend), n)
-    verifier = Verifier(prog, backend=backend) if backend else Verifier(prog)
+    verifier = Verifier(prog, backend=backend)
     result = verifier.check(cand)  # the warm-up: the program's evaluation is made (and kept, where it is)
     out["per_candidate_s"] = _median_time(lambda: verifier.check(cand), n)
     out["check"], out["timings"] = _verdict(result), {k: float(v) for k, v in result.timings.items()}

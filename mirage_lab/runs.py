@@ -234,18 +234,22 @@ class RunFolder:
             p.unlink(missing_ok=True)
 
     # ---- tasks and candidates
+    @staticmethod
+    def task_files(index: int) -> tuple[str, str]:
+        """Where a task's record and event log are written (gzip-compressed)."""
+        return f"tasks/{index}.json.gz", f"tasks/{index}.events.jsonl.gz"
+
     def task_names(self, index: int) -> tuple[str, str]:
         """A finished task's record and event log: compressed, or plain as older folders hold them."""
+        new = self.task_files(index)
         old = (f"tasks/{index}.json", f"tasks/{index}.events.jsonl")
-        if (self.path / old[0]).exists() and not (self.path / f"tasks/{index}.json.gz").exists():
-            return old
-        return f"tasks/{index}.json.gz", f"tasks/{index}.events.jsonl.gz"
+        return old if (self.path / old[0]).exists() and not (self.path / new[0]).exists() else new
 
     def task(self, index: int) -> dict[str, Any] | None:
         return self.read(self.task_names(index)[0])
 
     def save_task(self, index: int, doc: dict[str, Any]) -> None:
-        self.write(f"tasks/{index}.json.gz", doc)
+        self.write(self.task_files(index)[0], doc)
 
     @staticmethod
     def candidate_name(graph_hash: str) -> str:

@@ -73,7 +73,7 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
 
 
 def events_name(index: int) -> str:
-    return f"tasks/{index}.events.jsonl.gz"
+    return RunFolder.task_files(index)[1]
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:

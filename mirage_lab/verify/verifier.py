@@ -84,6 +84,7 @@ class Verifier:
         # per input range of the float64 check: its inputs and the reference's outputs
         self._float_program: dict[int, tuple[list[Any], list[Any]]] = {}
         self._program_seconds = 0.0
+        self._ref_live = live_inputs(self.reference)  # (semantics/liveness.py)
         self.ref_degree = degree(self.reference)
         self.ref_heuristic = heuristic_ops(self.reference)
 
@@ -114,15 +115,16 @@ class Verifier:
         if trial not in self._program:
             t = time.perf_counter()
             ins = self._inputs(trial)
-            outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self.reference),
+            outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self._ref_live),
                                                                  self.ns)]
             self._program[trial] = (ins, outs, tuple(_digest(v) for v in outs))
             self._program_seconds += time.perf_counter() - t
         return self._program[trial]
 
-    def _live(self, ins: list[FieldValue], graph: KernelGraph) -> list[FieldValue]:
-        """The trial's inputs as ``graph`` reads them: components that reach no output dropped (free zeros)."""
-        return [self.ns.restrict(v, live) for v, live in zip(ins, live_inputs(graph), strict=True)]
+    def _live(self, ins: list[FieldValue], live: list[frozenset[str]]) -> list[FieldValue]:
+        """The trial's inputs as a graph with inputs' ``live`` components reads them: the components that
+        reach no output dropped (free zeros)."""
+        return [self.ns.restrict(v, parts) for v, parts in zip(ins, live, strict=True)]
 
     def cached_bytes(self) -> int:
         """Memory held by the cached program evaluations (field trials and the float64 check)."""
@@ -168,8 +170,9 @@ class Verifier:
         elif unsupported:
             reason = f"no field rule for {', '.join(sorted(unsupported))}: decided by the float64 check alone"
         else:
+            live = live_inputs(cand)  # once per candidate, for every trial
             for k in range(self.trials):
-                ev = self._trial(cand, k, float_ok)
+                ev = self._trial(cand, live, k, float_ok)
                 trials.append(ev)
                 float_ok = [perm for perm in float_ok if perm in ev.permutations]
                 if not ev.matched:
@@ -202,10 +205,11 @@ class Verifier:
         return [perm for perm in itertools.permutations(range(len(cand_t)))
                 if all(cand_t[j] == ref_t[i] for i, j in enumerate(perm))]
 
-    def _trial(self, cand: KernelGraph, k: int, perms: Sequence[tuple[int, ...]]) -> TrialEvidence:
+    def _trial(self, cand: KernelGraph, live: list[frozenset[str]], k: int, perms: Sequence[tuple[int, ...]]
+               ) -> TrialEvidence:
         ins, want, digests = self.program(k)
         t = time.perf_counter()
-        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, self._live(ins, cand), self.ns)]
+        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, self._live(ins, live), self.ns)]
         equal = {(i, j): got[j].equals(want[i]) for perm in perms for i, j in enumerate(perm)}
         matched = tuple(perm for perm in perms if all(equal[(i, j)] for i, j in enumerate(perm)))
         witness = None
