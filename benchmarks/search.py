@@ -41,6 +41,7 @@ from mirage_lab.ir.ops import Op
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.search import preset, superoptimize
 from mirage_lab.search.enumerate import Enumerator
+from mirage_lab.search.pool import process_pool
 from mirage_lab.search.task import run_task, task_context
 
 PRESET = {"rmsnorm": "mlp", "gated_mlp": "mlp", "lora": "lora", "ntrans": "default", "gqa": "attention",
@@ -51,16 +52,18 @@ DEFAULT = "rmsnorm:1,rmsnorm:8,gated_mlp:1,lora:1,ntrans:1,ntrans:8,gqa:1,mqa:1,
 def search_row(name: str, batch: int, processes: int, time_limit: float,
                overrides: dict[str, Any] | None = None, save_best: str | None = None) -> dict[str, Any]:
     program = programs.PROGRAMS[name](batch)
-    executor = "serial" if processes == 1 else _pool(processes)
-    t0 = time.time()
     config = preset(PRESET[name], time_limit_s=time_limit, **(overrides or {}))
     runs = tempfile.mkdtemp(prefix="search-bench-")  # a fresh run folder, measured and removed
+    t0 = time.time()  # (starting the pool counts, as it does for executor="process")
+    executor = "serial" if processes == 1 else _pool(processes)
     try:
         res = superoptimize(program, config, executor=executor, run_dir=runs, progress=False)
         wall = time.time() - t0
         folder_bytes, folder_files = _usage(Path(runs))
     finally:
         shutil.rmtree(runs, ignore_errors=True)
+        if executor != "serial":
+            executor.shutdown()
     if save_best and res.best is not None:  # the codegen snapshots compile these (tests/codegen)
         Path(save_best).mkdir(parents=True, exist_ok=True)
         save(res.best.graph, Path(save_best) / f"{name}_bs{batch}.json")
@@ -118,10 +121,11 @@ def _splits_kv(g: Any) -> bool:
 
 
 def _pool(n: int) -> Any:
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
-    return cf.ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"))
+    """The pool ``executor="process"`` makes (one BLAS thread per worker, workers die with this process)."""
+    pool = process_pool(n)
+    if pool is None:
+        raise SystemExit(f"cannot start a process pool of {n} here")
+    return pool
 
 
 def pruning_row(name: str, batch: int, block_ops: int, sample: int, cap: int) -> dict[str, Any]:

@@ -17,8 +17,10 @@ Rule sets:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -103,5 +105,6 @@ def rule_set(name: str, *, reference_compatible: bool = False) -> tuple[Axiom, .
 
 def axioms_frame() -> pd.DataFrame:
     """All axioms as a table, for notebooks and docs."""
+    import pandas as pd  # here, not at the top: search workers never load pandas
     return pd.DataFrame([{"name": a.name, "rule": f"{a.lhs} {a.relation} {a.rhs}", "sets": " ".join(sorted(a.sets)),
                           "sound": a.sound, "meaning": a.doc} for a in AXIOMS])

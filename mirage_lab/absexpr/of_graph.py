@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.absexpr.terms import ALGEBRA, Term, var
 from mirage_lab.errors import InputError, UnsupportedOpError
@@ -19,6 +17,9 @@ from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
 from mirage_lab.ir.ops import EvalArgs, Op
 from mirage_lab.ir.tensor import Dims
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def op_expression(op: Op, attrs: Mapping[str, Any], inputs: Sequence[Term], in_dims: Sequence[Dims], *,
@@ -73,6 +74,7 @@ class GraphExpressions:
                 yield Place(t, k), n.op, self.blocks[k][t]
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd  # here, not at the top: search workers never load pandas
         rows = [{"tensor": str(p), "level": "kernel" if p.node is None else "block", "op": op.value,
                  "expression": str(e)} for p, op, e in self.produced()]
         return pd.DataFrame(rows, columns=["tensor", "level", "op", "expression"])

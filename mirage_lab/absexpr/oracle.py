@@ -16,9 +16,7 @@ import html
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.absexpr.axioms import BY_NAME
 from mirage_lab.absexpr.engine import Engine, Limits
@@ -26,6 +24,9 @@ from mirage_lab.absexpr.explain import explain_failure, explain_match
 from mirage_lab.absexpr.normal import LimitReached, Match, Normal, Normalizer, Poly, find
 from mirage_lab.absexpr.terms import Term
 from mirage_lab.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PASS, FAIL, LIMIT = "subexpression", "not a subexpression", "limit"
 
@@ -192,6 +193,8 @@ class Oracle:
 
     def audit(self, graph: Any) -> pd.DataFrame:
         """Every tensor an op of ``graph`` produces, its expression, and this oracle's verdict on it."""
+        import pandas as pd  # here, not at the top: search workers never load pandas
+
         from mirage_lab.absexpr.of_graph import graph_expressions
 
         rows = []
@@ -203,6 +206,7 @@ class Oracle:
 
     def frame(self) -> pd.DataFrame:
         """Every distinct expression checked so far, with its verdict."""
+        import pandas as pd  # here, not at the top: search workers never load pandas
         return pd.DataFrame([{**v.to_dict(), "rules": ", ".join(v.rules)} for v in self._memo.values()])
 
     def __repr__(self) -> str:

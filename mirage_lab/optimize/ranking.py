@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.hardware import Hardware, get_hardware
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["rank_by_cost", "rank_correlation"]
 
@@ -27,6 +29,7 @@ def rank_by_cost(graphs: Graphs, hardware: str | Hardware | Sequence[str | Hardw
     """One row per (graph, hardware), cheapest first within each hardware: ``label`` (the mapping's key,
     or the position in the iterable), ``rank`` (1 = cheapest; ties share the lower rank), ``proxy_us``,
     ``kernels``, ``dram_mb``, ``l2_mb``, ``gflop``, ``fits``, ``hardware``, ``kind`` ("proxy")."""
+    import pandas as pd  # here, not at the top: search workers never load pandas
     items = list(graphs.items()) if isinstance(graphs, Mapping) else list(enumerate(graphs))
     hws = [hardware] if isinstance(hardware, str | Hardware) else list(hardware)
     rows = []
@@ -52,6 +55,7 @@ def rank_by_cost(graphs: Graphs, hardware: str | Hardware | Sequence[str | Hardw
 def rank_correlation(model_seconds: Iterable[float], measured_seconds: Iterable[float]) -> float:
     """Spearman's ρ between two equally long sequences (pairs with a NaN or inf are dropped): the Pearson
     correlation of their average ranks. NaN when fewer than two pairs remain or one side is constant."""
+    import pandas as pd  # here, not at the top: search workers never load pandas
     a = np.asarray(list(model_seconds), dtype=float)
     b = np.asarray(list(measured_seconds), dtype=float)
     if a.shape != b.shape:

@@ -26,11 +26,12 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.jsonl import compress, read_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Event = dict[str, Any]
 Decision = list[Any]
@@ -186,6 +187,7 @@ class SearchReport:
         return r
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd  # here, not at the top: search workers never load pandas
         rows: list[tuple[str, str, float]] = [("states", "explored", self.states)]
         rows += [("pruned", k, v) for k, v in sorted(self.pruned.items())]
         rows += [("candidates", k, v) for k, v in sorted(self.candidates.items())]

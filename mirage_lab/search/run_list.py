@@ -17,14 +17,15 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.errors import FormatError, InputError, MirageError, PathError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.runs import DEFAULT_ROOT, RunFolder
 from mirage_lab.search.lock import RunLock, describe
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: ``<program hash>-<config hash>``, as ``RunFolder.name_for`` names folders
 FOLDER_NAME = re.compile(r"^[0-9a-f]{12}-[0-9a-f]{12}$")
@@ -99,6 +100,7 @@ def describe_run(path: Path, names: dict[str, str] | None = None) -> RunInfo:
 
 def runs_table(root: str | os.PathLike[str] = DEFAULT_ROOT) -> pd.DataFrame:
     """Every run folder under ``root``: program, state, tasks, verified, best μGraph, size, last write."""
+    import pandas as pd  # here, not at the top: search workers never load pandas
     names = _benchmark_names()
     rows = [describe_run(p, names).row() for p in run_folders(root)]
     columns = ["run", "program", "state", "tasks", "verified", "best", "best kernels", "best cost µs", "MB",
@@ -113,6 +115,7 @@ def remove_runs(root: str | os.PathLike[str] = DEFAULT_ROOT, *, older_than_s: fl
     Returns what happened to each selected folder. Folders a search holds stay. ``keep_best`` saves each
     removed run's best μGraph to ``<root>/best/<folder>.json`` first; ``dry_run`` only says what would go.
     """
+    import pandas as pd  # here, not at the top: search workers never load pandas
     if older_than_s is None and not everything:
         raise InputError("say which runs to remove: older_than_s=SECONDS (--older-than 7d), or everything=True "
                          "(--all)")

@@ -8,6 +8,8 @@ file it wrote, for the parent to record in the manifest.
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from typing import Any
 
@@ -18,6 +20,7 @@ from mirage_lab.runs import RunFolder, sha256_file
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.enumerate import Candidate, Enumerator
 from mirage_lab.search.events import EventLog
+from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.verifier import Verifier
 
 BUDGETS = ("time_limit_s", "state_limit", "result_limit")
@@ -49,6 +52,12 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
 
     ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
     """
+    with small_pages():
+        return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started)
+
+
+def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
+              prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
     program, config, oracle, verifier = task_context(program_doc, config_doc)
     folder = RunFolder(run_dir) if run_dir else None
     t0 = time.time()
@@ -69,7 +78,8 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
     return {"index": index, "events": None, "summary": log.summary(),
             "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
-            "wall": time.time() - t0, "config_budgets": budgets(config), "files": files}
+            "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
+            "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}"}  # (for the scaling figures)
 
 
 def events_name(index: int) -> str:

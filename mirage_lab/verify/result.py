@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class VerificationResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per trial."""
+        import pandas as pd  # here, not at the top: search workers never load pandas
         return pd.DataFrame([{
             "trial": t.trial, "seed": t.seed, "matched": t.matched, "permutations": t.permutations,
             "fingerprints": t.fingerprints, "witness": str(t.witness) if t.witness else "", "seconds": t.seconds,
