@@ -6,8 +6,8 @@ file, then ``os.replace``), so a killed process leaves either the old file or th
 
     program.json             the input program (own JSON format)
     config.json              the SearchConfig (without budgets); written when the search starts
-    tasks/<i>.json.gz        one finished task: its candidates, counts, oracle verdicts and time split
-    tasks/<i>.events.jsonl.gz   that task's events
+    tasks.gz                 every finished task: its record (candidates, counts, oracle verdicts, time split)
+                             and its events, appended as it finishes (mirage_lab.task_log)
     candidates/<h>.json      each verified μGraph, written the moment it is verified
     events.jsonl.gz          the whole event stream, assembled in task order
     verdicts.json            the oracle's verdict per pruned expression
@@ -16,21 +16,24 @@ file, then ``os.replace``), so a killed process leaves either the old file or th
     lock                     present while a search holds the folder (mirage_lab.search.lock)
 
 Events and task records are gzip-compressed (``mirage_lab.jsonl``: the run's event log is the tasks'
-compressed logs spliced together, so it is never compressed twice); folders written before that hold
-``events.jsonl``, ``tasks/<i>.json`` and ``tasks/<i>.events.jsonl`` uncompressed, and every reader takes
-either (``events_file``, ``task_names``).
+compressed logs spliced together, so it is never compressed twice). Older folders hold two files per task,
+``tasks/<i>.json.gz`` and ``tasks/<i>.events.jsonl.gz``, and before that ``events.jsonl``,
+``tasks/<i>.json`` and ``tasks/<i>.events.jsonl`` uncompressed; every reader takes any of them
+(``events_file``, ``task_names``, ``task``, ``task_events``), and a resumed old folder appends its new
+tasks to ``tasks.gz``.
 
 **Integrity.** ``manifest.json`` maps each file's path (relative to the folder) to the sha256
-of its bytes. Only the process that holds the folder's lock (the search's parent process)
-writes it, so it has one writer and needs no merging. Workers write their own files
-(``tasks/<i>.events.jsonl``, ``candidates/<h>.json``) without touching the manifest and return
-the hashes of what they wrote with their task's result; the parent records them together
-with ``tasks/<i>.json``. The parent rewrites the manifest at most once a second while results
-stream in, and always when the search stops; a file written after the last manifest write (the
-parent was killed) simply has no recorded hash. Readers (``check``) compare a file's bytes
-with the manifest; on a mismatch they re-read the manifest once (a writer may have just
-replaced both). What a mismatch means is the reader's decision: the runner runs a task whose
-files do not match again and rebuilds the files of a finished run from its checked tasks;
+of its bytes (a task's entry in ``tasks.gz`` is recorded as ``tasks.gz#<i>``). Only the process that
+holds the folder's lock (the search's parent process) writes it, so it has one writer and needs no
+merging. Workers return their task's events with its result, and write only ``candidates/<h>.json``
+(when the run folder is on their machine), without touching the manifest, returning the hashes of what
+they wrote; the parent records them together with the task's entry. The parent rewrites the
+manifest at most once a second while results stream in, and always when the search stops; a file
+written after the last manifest write (the parent was killed) simply has no recorded hash.
+Readers (``check``) compare a file's bytes with the manifest; on a mismatch they re-read the
+manifest once (a writer may have just replaced both). What a mismatch means is the reader's
+decision: the runner runs a task whose files do not match again and rebuilds the files of a
+finished run from its checked tasks;
 ``load_run`` verifies a candidate whose file does not match again and drops it if it fails.
 The hashes guard against edits and damage, not against someone who rewrites the manifest too.
 """
@@ -49,11 +52,13 @@ from mirage_lab.errors import FormatError, PathError, RunFolderError
 from mirage_lab.ir.io import read_json, write_atomic
 from mirage_lab.jsonl import GZ, compress, inflate
 from mirage_lab.paths import file_in_the_way, output_dir
+from mirage_lab.task_log import NAME as TASK_LOG
+from mirage_lab.task_log import TaskLog, entry_name
 
 DEFAULT_ROOT = "runs"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "mirage-lab/run-manifest"
-SUBFOLDERS = ("tasks", "candidates")
+SUBFOLDERS = ("candidates",)
 
 #: what ``check`` says about a file: nothing (intact) or one of these
 CHANGED, UNRECORDED, MISSING = "was changed since the search wrote it", "has no recorded hash", "is missing"
@@ -110,6 +115,7 @@ class RunFolder:
         self._dirty = False
         self._saved_at = 0.0
         self.writer = False  # the lock holder: records what it writes; its record is authoritative, never re-read
+        self._tasks: TaskLog | None = None
 
     @staticmethod
     def name_for(program_hash: str, config_hash: str) -> str:
@@ -198,15 +204,22 @@ class RunFolder:
 
     def check(self, name: str) -> str | None:
         """None when ``name``'s bytes match the manifest; else what is wrong (CHANGED, UNRECORDED or MISSING)."""
-        actual, recorded = sha256_file(self.path / name), self.hashes().get(name)
+        actual, recorded = self._sha256(name), self.hashes().get(name)
         if actual is not None and actual == recorded:
             return None
         if not self.writer:  # a writer may have replaced the file and the manifest since we read the manifest
             recorded = self.hashes(reload=True).get(name)
-            actual = sha256_file(self.path / name)
+            actual = self._sha256(name)
             if actual is not None and actual == recorded:
                 return None
         return MISSING if actual is None else UNRECORDED if recorded is None else CHANGED
+
+    def _sha256(self, name: str) -> str | None:
+        """A file's sha256, or a task entry's (``tasks.gz#<i>``)."""
+        if name.startswith(f"{TASK_LOG}#"):
+            index = name.partition("#")[2]
+            return self.tasks.digest(int(index)) if index.isdigit() else None
+        return sha256_file(self.path / name)
 
     def damaged(self, names: Iterable[str]) -> list[str]:
         """``"<name> <what is wrong>"`` for each of ``names`` that does not match the manifest."""
@@ -230,26 +243,54 @@ class RunFolder:
         for sub in ("", *SUBFOLDERS):
             for p in (self.path / sub).glob(".*.tmp"):
                 p.unlink(missing_ok=True)
-        for p in (self.path / "tasks").glob("*.part"):
+        for p in (self.path / "tasks").glob("*.part"):  # (older folders')
             p.unlink(missing_ok=True)
+        self.tasks.repair()
 
     # ---- tasks and candidates
-    @staticmethod
-    def task_files(index: int) -> tuple[str, str]:
-        """Where a task's record and event log are written (gzip-compressed)."""
-        return f"tasks/{index}.json.gz", f"tasks/{index}.events.jsonl.gz"
+    @property
+    def tasks(self) -> TaskLog:
+        """The finished tasks' log (``tasks.gz``)."""
+        if self._tasks is None:
+            self._tasks = TaskLog(self.path / TASK_LOG)
+        return self._tasks
 
-    def task_names(self, index: int) -> tuple[str, str]:
-        """A finished task's record and event log: compressed, or plain as older folders hold them."""
-        new = self.task_files(index)
-        old = (f"tasks/{index}.json", f"tasks/{index}.events.jsonl")
-        return old if (self.path / old[0]).exists() and not (self.path / new[0]).exists() else new
+    def task_names(self, index: int) -> tuple[str, ...]:
+        """What holds a finished task, as the manifest names it: its entry in ``tasks.gz``, or, in folders
+        written before that, its record and event log files (compressed, or older still, plain)."""
+        if index in self.tasks:
+            return (entry_name(index),)
+        for names in ((f"tasks/{index}.json.gz", f"tasks/{index}.events.jsonl.gz"),
+                      (f"tasks/{index}.json", f"tasks/{index}.events.jsonl")):
+            if (self.path / names[0]).exists():
+                return names
+        return (entry_name(index),)
+
+    def task_count(self) -> int:
+        """How many tasks the folder holds finished."""
+        old = {p.name.split(".")[0] for p in self.path.glob("tasks/*.json*") if not p.name.endswith((".part",))}
+        return len(old | {str(i) for i in self.tasks.entries()})
 
     def task(self, index: int) -> dict[str, Any] | None:
-        return self.read(self.task_names(index)[0])
+        names = self.task_names(index)
+        return self.tasks.record(index) if len(names) == 1 else self.read(names[0])
 
-    def save_task(self, index: int, doc: dict[str, Any]) -> None:
-        self.write(self.task_files(index)[0], doc)
+    def task_events(self, index: int) -> bytes:
+        """A finished task's event log as gzip members (an older folder's plain log compressed on the way)."""
+        names = self.task_names(index)
+        if len(names) == 1:
+            return self.tasks.events(index)
+        raw = (self.path / names[1]).read_bytes()
+        return raw if names[1].endswith(GZ) else compress(raw.decode())
+
+    def save_task(self, index: int, doc: dict[str, Any], events: bytes) -> None:
+        """Append a finished task (its record and its compressed events) to ``tasks.gz`` and record its hash."""
+        try:
+            digest = self.tasks.append(index, doc, events)
+        except OSError as e:
+            raise RunFolderError(f"cannot write {self.path / TASK_LOG} ({e.strerror}); free some space or make the "
+                                 "run folder writable, or pass another run_dir") from None
+        self.record({entry_name(index): digest})
 
     @staticmethod
     def candidate_name(graph_hash: str) -> str:

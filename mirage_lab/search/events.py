@@ -65,7 +65,8 @@ def read_events(path: Any) -> Iterator[Event]:
 
 
 class EventLog:
-    """Where a walk's events go: counted at once, kept in memory, or streamed to a JSONL file.
+    """Where a walk's events go: counted at once, kept in memory, streamed to a JSONL file, or (``packed``)
+    kept as gzip members, compressed every ``flush_every`` events (what a search task returns).
 
     Without a file, ``keep=False`` only counts (a search without a run folder has nowhere to show
     its events, and large ones would not fit in memory). Oracle verdicts are stored once per
@@ -73,14 +74,16 @@ class EventLog:
     expression, which keeps large searches' logs small.
     """
 
-    def __init__(self, path: Path | None = None, flush_every: int = 20_000, keep: bool = True) -> None:
-        self.path, self.flush_every, self.keep = path, flush_every, keep
+    def __init__(self, path: Path | None = None, flush_every: int = 20_000, keep: bool = True,
+                 packed: bool = False) -> None:
+        self.path, self.flush_every, self.keep, self.packed = path, flush_every, keep, packed
+        self.members: list[bytes] = []  # (packed) the compressed events so far
         self.events: list[Event] = []
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "candidates": Counter()}
         self.oracle_exprs: Counter[str] = Counter()  # oracle prunes per expression; rules tallied in summary()
         self.states = 0
-        self.recording = keep or path is not None
+        self.recording = keep or packed or path is not None
         self._part = None if path is None else path.with_name(path.name + ".part")
         if self._part is not None:
             self._part.write_bytes(b"")
@@ -97,7 +100,7 @@ class EventLog:
             self.counts["candidates"][ev["outcome"]] += 1
         if self.recording:
             self.events.append(ev)
-        if self._part is not None and len(self.events) >= self.flush_every:
+        if (self._part is not None or self.packed) and len(self.events) >= self.flush_every:
             self.flush()
 
     def pruned_by_oracle(self, parent: str, decision: Decision | None, expr: str, reason: str,
@@ -116,9 +119,13 @@ class EventLog:
             self.verdicts[expr] = {"reason": reason, "rules": rules}
 
     def flush(self) -> None:
-        if self._part is None or not self.events:
+        if (self._part is None and not self.packed) or not self.events:
             return
         text = "".join(event_line(e) + "\n" for e in self.events)
+        if self._part is None:
+            self.members.append(compress(text))
+            self.events = []
+            return
         if self._part.name.endswith(".gz.part"):  # one gzip member per flush: together, one gzip stream
             with open(self._part, "ab") as f:
                 f.write(compress(text))
@@ -126,6 +133,11 @@ class EventLog:
             with open(self._part, "a") as f:
                 f.write(text)
         self.events = []
+
+    def packed_events(self) -> bytes:
+        """(packed) Every event so far, as gzip members."""
+        self.flush()
+        return b"".join(self.members)
 
     def close(self) -> None:
         """Finish the file (renamed into place only now, so a killed walk leaves no partial log)."""

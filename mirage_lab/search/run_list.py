@@ -78,7 +78,7 @@ def describe_run(path: Path, names: dict[str, str] | None = None) -> RunInfo:
     except MirageError as e:  # damaged, or edited since the search (RunFolderError): listed, not fatal
         label = f"unreadable program ({e})"
     holder = RunLock.holder(path)
-    total = len(list(path.glob("tasks/*.json*")))
+    total = folder.task_count()
     best = best_kernels = best_cost = verified = None
     if holder is not None:
         state, tasks = f"running ({describe(holder)})", f"{total} done"

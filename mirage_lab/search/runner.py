@@ -6,11 +6,13 @@ level once (the *frontier*), and each block-graph root becomes a task that any
 (``client.get_executor()``); a task is ``search/task.py``. Tasks carry only JSON-able data and rebuild their context
 (program, oracle, verifier) in the worker, so workers share nothing. Results are merged in
 task order, and budgets (states, results) truncate that ordered stream, so the outcome does
-not depend on the executor or on which task finishes first (time limits excepted).
+not depend on the executor or on which task finishes first (time limits excepted). Tasks are
+handed out fused-first (``fused_first``), so verified μGraphs arrive early.
 
-Every finished task is saved in the run folder, and every verified μGraph the moment it is
-verified, so an interrupted search (KeyboardInterrupt, a time limit, a killed worker, kill -9)
-keeps them and resumes with the unfinished tasks.
+Every finished task is saved in the run folder (appended to ``tasks.gz`` by this process, from the
+events and candidates the worker returns), and every verified μGraph the moment it is verified,
+so an interrupted search (KeyboardInterrupt, a time limit, a killed worker, kill -9) keeps them
+and resumes with the unfinished tasks.
 
 One search at a time writes a run folder: the search holds its lock (``mirage_lab.search.lock``),
 and a second search of the same folder waits, then usually answers from the cache. Nothing the
@@ -42,7 +44,7 @@ from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_to_dict
-from mirage_lab.jsonl import GZ, compress
+from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.config import SearchConfig, preset
@@ -198,6 +200,7 @@ class _Search:
         self.report = SearchReport()
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
+        self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
 
     def run(self) -> SearchResult:
         if self.folder is None or self.root is None:
@@ -336,11 +339,17 @@ class _Search:
 
     def _keep(self, res: dict[str, Any]) -> None:
         """Save a finished task and record the files its worker wrote (the manifest at most once a second)."""
+        events = res.pop("events_gz", None) or b""
         if self.folder is None:
             return
         self.folder.record(res.get("files", {}))
+        for doc in res["candidates"]:  # those a worker on another machine could not write
+            if RunFolder.candidate_name(doc["hash"]) not in res.get("files", {}):
+                self.folder.save_candidate(doc)
         if res["stop_reason"] in ("complete", "state limit"):
-            self.folder.save_task(res["index"], res)
+            self.folder.save_task(res["index"], res, events)
+        else:  # cut by the time limit: run again on resume, but its events belong to this run's log
+            self._unsaved_events[res["index"]] = events
         self.folder.save_manifest(every=1.0)
 
     def _budget_spent(self, done: dict[int, dict[str, Any]], total: int) -> bool:
@@ -415,9 +424,8 @@ class _Search:
             if lines:
                 yield compress("".join(lines))
                 lines = []
-            name = self.folder.task_names(ev["task"])[1]
-            log = self.folder.path / name
-            yield log.read_bytes() if name.endswith(GZ) else compress(log.read_text())  # (an older folder's)
+            i = ev["task"]
+            yield self._unsaved_events[i] if i in self._unsaved_events else self.folder.task_events(i)
         if lines:
             yield compress("".join(lines))
 

@@ -1,9 +1,10 @@
 """One search task: the subtree below one block-graph root, explored by whichever worker runs it.
 
 Tasks carry only JSON-able data and rebuild their context (program, oracle, verifier) in the worker, once
-per process, so workers share nothing and any ``concurrent.futures.Executor`` can run them. A task writes its
-events and every candidate the moment it is verified into the run folder, and returns the sha256 of each
-file it wrote, for the parent to record in the manifest.
+per process, so workers share nothing and any ``concurrent.futures.Executor`` can run them. A task returns
+its events compressed, for the parent to append to the run folder's ``tasks.gz``; it writes every candidate
+into the run folder the moment it is verified (when the folder is on its machine), and returns the sha256
+of each file it wrote, for the parent to record in the manifest.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_from_dict, graph_to_dict
-from mirage_lab.runs import RunFolder, sha256_file
+from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.enumerate import Candidate, Enumerator
 from mirage_lab.search.events import EventLog
@@ -59,31 +61,28 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
 def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
               prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
     program, config, oracle, verifier = task_context(program_doc, config_doc)
-    folder = RunFolder(run_dir) if run_dir else None
+    # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
+    # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
+    folder = RunFolder(run_dir) if run_dir and (Path(run_dir) / "candidates").is_dir() else None
     t0 = time.time()
     files: dict[str, str] = {}  # what this task wrote, and its sha256: the parent records them in the manifest
 
-    def keep(c: Candidate) -> None:  # on disk the moment it is verified: a killed worker loses nothing
+    def keep(c: Candidate) -> None:
         if folder is not None:
             files[RunFolder.candidate_name(c.hash)] = folder.save_candidate(candidate_doc(c))
 
-    # with a run folder, events stream to tasks/<i>.events.jsonl.gz instead of piling up in memory
-    log = EventLog(folder.path / events_name(index) if folder is not None else None, keep=False)
+    # with a run folder, the events come back compressed, for the parent to append to tasks.gz
+    log = EventLog(keep=False, packed=run_dir is not None)
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
                         on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
     out = walker.run(prefix, parent)
-    if folder is not None and (digest := sha256_file(folder.path / events_name(index))) is not None:
-        files[events_name(index)] = digest
-    return {"index": index, "events": None, "summary": log.summary(),
-            "verdicts": log.verdicts, "candidates": [candidate_doc(c) for c in out.candidates],
+    return {"index": index, "events_gz": log.packed_events() if run_dir is not None else None,
+            "summary": log.summary(), "verdicts": log.verdicts,
+            "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
             "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}"}  # (for the scaling figures)
-
-
-def events_name(index: int) -> str:
-    return RunFolder.task_files(index)[1]
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:

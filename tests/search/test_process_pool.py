@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import mirage_lab as ml
+from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import preset
 from mirage_lab.search.events import read_events
 from mirage_lab.search.lock import RunLock
@@ -136,7 +137,7 @@ superoptimize(small_rmsnorm(), preset("mlp", **SMALL), executor="process", run_d
         assert proc.poll() is None, (tmp_path / "err.txt").read_text()
         manifest = folder / "manifest.json"
         return any((folder / "candidates").glob("*.json")) and \
-            manifest.is_file() and '"tasks/' in manifest.read_text()
+            manifest.is_file() and '"tasks.gz#' in manifest.read_text()
 
     wait_for(midway, 90, "a verified candidate and a recorded task")
     assert len(marked(marker)) >= 2  # the search and its workers
@@ -147,11 +148,13 @@ superoptimize(small_rmsnorm(), preset("mlp", **SMALL), executor="process", run_d
 
     verified = {p.stem for p in (folder / "candidates").glob("*.json")}
     recorded = json.loads((folder / "manifest.json").read_text())["sha256"]
-    kept = {name: (folder / name).stat().st_mtime_ns for name in recorded if name.startswith("tasks/")}
+    kept = {name: entry for name in recorded if name.startswith("tasks.gz#")
+            and (entry := RunFolder(folder).tasks.entries().get(int(name.partition("#")[2]))) is not None}
     res = superoptimize(small_rmsnorm(), preset("mlp", **SMALL), executor="serial", run_dir=runs, progress=False)
     assert res.report.stop_reason == "complete" and not res.report.cached
     assert res.report.tasks_done == res.report.tasks_total
     assert verified and verified <= {c.hash[:16] for c in res.candidates}
     assert [c.hash for c in res.candidates] == [c.hash for c in reference.candidates]
-    assert {name: (folder / name).stat().st_mtime_ns for name in kept} == kept  # finished tasks were reused
+    entries = RunFolder(folder).tasks.entries()
+    assert kept and {name: entries[int(name.partition("#")[2])] for name in kept} == kept  # reused, not run again
     assert not list(folder.rglob("*.tmp")) and not list(folder.rglob("*.part"))

@@ -17,9 +17,14 @@ from mirage_lab.jsonl import MemberFile, compress, members, read_lines
 from mirage_lab.runs import EVENTS, MANIFEST, OLD_EVENTS, RunFolder, events_file, sha256_file
 from mirage_lab.search.events import read_events
 from mirage_lab.search.load import load_run
+from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.widgets.event_index import EventIndex
 from mirage_lab.widgets.explorer_state import ExplorerState
 from tests.search.test_search import search
+
+
+def read_events_bytes(data: bytes) -> list[dict[str, object]]:
+    return [json.loads(line) for line in gzip.decompress(data).splitlines() if line.strip()]
 
 
 def test_members_give_random_access(tmp_path: Path) -> None:
@@ -46,11 +51,30 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> ml.search.SearchResult
     return search(run_dir=tmp_path_factory.mktemp("runs"))
 
 
+def _per_task_layout(run: Path, into: Path) -> Path:
+    """A copy of ``run`` as searches wrote it before tasks.gz: two compressed files per task, with its manifest
+    rewritten to match, as such a search would have recorded it."""
+    old = into / run.name
+    shutil.copytree(run, old)
+    log = RunFolder(old).tasks
+    (old / "tasks").mkdir()
+    manifest = json.loads((old / MANIFEST).read_text())
+    for i in log.entries():
+        record = {k: v for k, v in (log.record(i) or {}).items() if k != "events_bytes"}
+        (old / f"tasks/{i}.json.gz").write_bytes(compress(json.dumps(record)))
+        (old / f"tasks/{i}.events.jsonl.gz").write_bytes(log.events(i))
+        del manifest["sha256"][f"{TASK_LOG}#{i}"]
+        manifest["sha256"].update({n: sha256_file(old / n) for n in (f"tasks/{i}.json.gz",
+                                                                     f"tasks/{i}.events.jsonl.gz")})
+    (old / TASK_LOG).unlink()
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    return old
+
+
 def _old_layout(run: Path, into: Path) -> Path:
     """A copy of ``run`` as searches wrote it before compression (plain logs and task records), with its
     manifest rewritten to match, as such a search would have recorded it."""
-    old = into / run.name
-    shutil.copytree(run, old)
+    old = _per_task_layout(run, into)
     (old / OLD_EVENTS).write_bytes(gzip.decompress((old / EVENTS).read_bytes()))
     (old / EVENTS).unlink()
     for p in sorted((old / "tasks").glob("*.gz")):
@@ -71,6 +95,39 @@ def test_a_compressed_folder_holds_the_same_events(finished: ml.search.SearchRes
     assert sum(e["e"] == "expand" for e in events) == finished.report.states
     index = EventIndex(run / EVENTS, progress=False)
     assert len(index) == len(events) and all(index.event(i) == events[i] for i in range(0, len(events), 97))
+
+
+def test_a_folder_holds_one_task_log_not_files_per_task(finished: ml.search.SearchResult) -> None:
+    run = finished.run_dir
+    assert run is not None and not (run / "tasks").exists()
+    folder = RunFolder(run)
+    assert folder.task_count() == finished.report.tasks_total
+    files = [p for p in run.rglob("*") if p.is_file()]
+    assert len(files) <= 8 + finished.report.verified  # the fixed files, and one per verified μGraph
+    spliced = b"".join(folder.task_events(i) for i in sorted(folder.tasks.entries()))
+    assert sum(e["e"] == "expand" for e in read_events_bytes(spliced)) <= finished.report.states
+
+
+@pytest.mark.parametrize("layout", ["per-task compressed", "per-task plain"])
+def test_an_older_folder_is_served_resumed_and_grows_a_task_log(finished: ml.search.SearchResult, tmp_path: Path,
+                                                                 layout: str) -> None:
+    """A folder of the older layouts, half its tasks lost: served, then resumed, with the new tasks in tasks.gz."""
+    make = _per_task_layout if layout == "per-task compressed" else _old_layout
+    old = make(finished.run_dir, tmp_path)  # type: ignore[arg-type]
+    (old / "result.json").unlink()
+    names = sorted(old.glob("tasks/*"))
+    for p in names[len(names) // 2:]:
+        p.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resumed = search(run_dir=tmp_path)
+    assert [c.hash for c in resumed.candidates] == [c.hash for c in finished.candidates]
+    assert resumed.report.states == finished.report.states
+    folder = RunFolder(old)
+    assert 0 < len(folder.tasks.entries()) < folder.task_count() == finished.report.tasks_total
+    assert list(read_events(old / EVENTS)) == list(read_events(finished.run_dir / EVENTS))  # type: ignore[operator]
+    again = search(run_dir=tmp_path)
+    assert again.report.cached
 
 
 def test_an_older_uncompressed_folder_is_still_served(finished: ml.search.SearchResult, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import gzip
 import json
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ import mirage_lab as ml
 from mirage_lab.cli import main
 from mirage_lab.errors import PathError, RunFolderError
 from mirage_lab.ir.io import graph_from_dict
-from mirage_lab.runs import MANIFEST, sha256_file
+from mirage_lab.runs import MANIFEST, RunFolder, sha256_file
 from mirage_lab.search.load import load_run
+from mirage_lab.task_log import NAME as TASK_LOG
 from tests.cli.small import SETTINGS, program_file
 from tests.search.test_search import search, small_rmsnorm
 
@@ -73,9 +75,11 @@ def test_every_file_is_recorded_and_no_lock_stays(finished: ml.search.SearchResu
     folder = finished.run_dir
     assert folder is not None
     recorded = json.loads((folder / MANIFEST).read_text())["sha256"]
-    on_disk = {name for name in files(folder) if name != MANIFEST}
-    assert on_disk == set(recorded) and len(on_disk) > 100
-    assert all(sha256_file(folder / name) == digest for name, digest in recorded.items())
+    entries = {f"{TASK_LOG}#{i}" for i in RunFolder(folder).tasks.entries()}
+    on_disk = {name for name in files(folder) if name not in (MANIFEST, TASK_LOG)} | entries
+    assert on_disk == set(recorded) and len(entries) == finished.report.tasks_total
+    assert all(RunFolder(folder).check(name) is None for name in recorded)
+    assert all(sha256_file(folder / name) == digest for name, digest in recorded.items() if "#" not in name)
     assert not (folder / "lock").exists()
 
 
@@ -109,17 +113,35 @@ def test_load_run_drops_a_tampered_candidate_and_writes_nothing(run: Path,
     assert files(run) == before
 
 
+def rewrite_entry(run: Path, index: int, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Change one task's record inside tasks.gz, every other entry kept byte for byte."""
+    log = RunFolder(run).tasks
+    data = (run / TASK_LOG).read_bytes()
+    e = log.entries()[index]
+    doc = json.loads(gzip.decompress(data[e.start:e.events_at]))
+    edit(doc)
+    head = gzip.compress(json.dumps(doc).encode())
+    (run / TASK_LOG).write_bytes(data[:e.start] + head + data[e.events_at:])
+
+
 def test_a_tampered_task_runs_again(run: Path, finished: ml.search.SearchResult) -> None:
     """Both copies of a candidate edited: its task no longer matches its hash, so the task runs again."""
-    (task,) = [p for p in (run / "tasks").glob("*[0-9].json.gz") if _read(p)["candidates"]][:1]
-    h = _read(task)["candidates"][0]["hash"]
-    edit_op(task)
+    log = RunFolder(run).tasks
+    index = next(i for i in sorted(log.entries()) if (log.record(i) or {}).get("candidates"))
+    h = (log.record(index) or {})["candidates"][0]["hash"]
+
+    def edit(doc: dict[str, Any]) -> None:
+        node = next(op for n in doc["candidates"][0]["graph"]["nodes"] for op in n.get("body", {}).get("nodes", [])
+                    if op["op"] == "div")
+        node["op"] = "mul"
+
+    rewrite_entry(run, index, edit)
     edit_op(run / "candidates" / f"{h[:16]}.json")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         again = search(run_dir=run.parent)
     said = " ".join(str(w.message) for w in caught)
-    assert f"tasks/{task.name} was changed since the search wrote it; running that task again" in said, said
+    assert f"tasks.gz#{index} was changed since the search wrote it; running that task again" in said, said
     assert hashes(again) == hashes(finished) and again.report.states == finished.report.states
     assert all(ml.verify(c.graph, small_rmsnorm(), seed=5).equivalent for c in again.candidates)
 

@@ -16,6 +16,7 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.ir.ops import Op
+from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import preset
 from mirage_lab.search.events import path_to
 from mirage_lab.search.replay import build_candidate, replay
@@ -78,11 +79,34 @@ def test_dask_finds_the_same_set(reference_run: ml.search.SearchResult) -> None:
     assert [c.hash for c in res.candidates] == [c.hash for c in reference_run.candidates]
 
 
+class Elsewhere(SerialExecutor):
+    """Runs each task as a worker on another machine would: the run folder's path does not exist there."""
+
+    def __init__(self, missing: Path) -> None:
+        self.missing = missing
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        args = (*args[:5], str(self.missing), *args[6:])  # (run_task's run_dir)
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_workers_need_no_shared_disk(tmp_path: Path, reference_run: ml.search.SearchResult) -> None:
+    """Workers return their events and candidates; the parent writes them (Dask across machines)."""
+    res = search(run_dir=tmp_path / "runs", executor=Elsewhere(tmp_path / "not-here"))
+    assert not (tmp_path / "not-here").exists()
+    assert [c.hash for c in res.candidates] == [c.hash for c in reference_run.candidates]
+    assert res.run_dir is not None and {p.stem for p in (res.run_dir / "candidates").iterdir()} >= \
+        {c.hash[:16] for c in res.candidates}
+    assert sum(e["e"] == "expand" for e in res.events()) == reference_run.report.states
+    again = search(run_dir=tmp_path / "runs")
+    assert again.report.cached and [c.hash for c in again.candidates] == [c.hash for c in res.candidates]
+
+
 def test_run_folder_is_the_cache(tmp_path: Path, reference_run: ml.search.SearchResult) -> None:
     first = search(run_dir=tmp_path)
     assert not first.report.cached and first.run_dir is not None
     (folder,) = tmp_path.iterdir()
-    assert {p.name for p in folder.iterdir()} >= {"program.json", "config.json", "tasks", "candidates",
+    assert {p.name for p in folder.iterdir()} >= {"program.json", "config.json", "tasks.gz", "candidates",
                                                    "events.jsonl.gz", "verdicts.json", "result.json"}
     second = search(run_dir=tmp_path)
     assert second.report.cached and [c.hash for c in second.candidates] == [c.hash for c in first.candidates]
@@ -109,8 +133,7 @@ def test_interrupt_and_resume_lose_nothing(tmp_path: Path, reference_run: ml.sea
     assert stopped.report.stop_reason == "interrupted"
     assert 0 < stopped.report.tasks_done < total
     (folder,) = tmp_path.iterdir()
-    saved_tasks = len(list((folder / "tasks").glob("*[0-9].json.gz")))
-    assert saved_tasks == stopped.report.tasks_done
+    assert RunFolder(folder).task_count() == stopped.report.tasks_done
     kept = {p.name for p in (folder / "candidates").glob("*.json")}
     resumed = search(run_dir=tmp_path)
     assert not resumed.report.cached and resumed.report.stop_reason == "complete"
