@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,9 +96,7 @@ class TaskLog:
             if f.tell() != self._complete_to:  # a partial entry at the end: cut it off first
                 f.truncate(self._complete_to)
                 f.seek(self._complete_to)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            f.write(data)  # (no fsync: like the folder's other writes, this guards against killed processes)
         start = self._complete_to
         entries[index] = Entry(start, start + len(head), start + len(data))
         self._complete_to = start + len(data)
