@@ -141,6 +141,8 @@ class Enumerator:
         self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
         self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
         self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
+        # (op, F, each operand's dims, dtype, parts, term) → [output dims, smem added, parts, (terms, verdict)]
+        self._block_memo: dict[Any, list[Any]] = {}
         self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
         self._target_vars = [(self._nf_key(t), _variables(t)) for t in oracle.targets]
@@ -434,25 +436,39 @@ class Enumerator:
 
     def _check_block_op(self, node: str, b: Block, info: _OpInfo, idx: tuple[int, ...],
                         counts: dict[str, int]) -> _Entry | None:
-        """Shape, shared memory and the oracle for one operand tuple whose phases agree (``_phase_ok``)."""
+        """Shape, shared memory, index consistency and the oracle, in that order, for one operand tuple whose
+        phases agree (``_phase_ok``).
+
+        All but shared memory depend only on the op and its operands (their dims, dtypes, parts and
+        expressions) and the for-loop range, so each is worked out once per such key, when first needed, and
+        remembered (``_block_memo``): the deep attention tasks meet the same operands in hundreds of
+        thousands of states. The shared-memory budget depends on the state and is checked every time.
+        """
         ins = [b.tensors[i] for i in idx]
-        dims = self._shape(info, ins, Level.BLOCK)
+        key = (info.code, b.frange, *[(t.dims, t.dtype, t.part, t.expr) for t in ins])
+        memo = self._block_memo.get(key)
+        if memo is None:
+            dims = self._shape(info, ins, Level.BLOCK)
+            add = sum(math.prod(d) for d in dims) * ins[0].dtype.itemsize if dims and info.smem_counted else 0
+            memo = self._block_memo[key] = [dims, add, _MISSING, _MISSING]
+        dims, add, parts, judged = memo
         if dims is None:
             counts["shape"] += 1
             return None
-        add = sum(math.prod(d) for d in dims) * ins[0].dtype.itemsize if info.smem_counted else 0
         if b.smem + add > self.cfg.smem_budget:
             counts["smem"] += 1
             return None
-        parts: tuple[Parts, ...] | None = None
-        if self.cfg.index_checks:
-            got = op_parts(info.op, [t.part or (None,) * len(t.dims) for t in ins], [t.dims for t in ins], dims)
-            if isinstance(got, str):
-                counts["index"] += 1
-                return None
-            parts = got
-        exprs = self._expressions(node, "b", idx, info, ins, b.frange)
-        if exprs is None:
+        if parts is _MISSING:
+            parts = memo[2] = None if not self.cfg.index_checks else op_parts(
+                info.op, [t.part or (None,) * len(t.dims) for t in ins], [t.dims for t in ins], dims)
+        if isinstance(parts, str):
+            counts["index"] += 1
+            return None
+        if judged is _MISSING:
+            judged = memo[3] = self._judgement(info, ins, b.frange)
+        exprs, bad = judged
+        if bad is not None:
+            self._oracle_prune(node, "b", idx, info, bad)
             return None
         return idx, dims, exprs, add, parts
 
@@ -563,15 +579,19 @@ class Enumerator:
     def _expressions(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, ins: list[T],
                      frange: int) -> tuple[Term, ...] | None:
         """The outputs' abstract expressions, or None (and a prune event) when the oracle rejects one."""
-        key = (info.code, frange, *[t.expr for t in ins], *[t.dims for t in ins])
-        got = self._exprs.get(key)
-        if got is None:
-            got = self._exprs[key] = self._judged(info, ins, frange)
-        exprs, bad = got
+        exprs, bad = self._judgement(info, ins, frange)
         if bad is None:
             return exprs
         self._oracle_prune(node, level, idx, info, bad)
         return None
+
+    def _judgement(self, info: _OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
+        """``_judged``, remembered per (op, inputs' terms and dims, F)."""
+        key = (info.code, frange, *[t.expr for t in ins], *[t.dims for t in ins])
+        got = self._exprs.get(key)
+        if got is None:
+            got = self._exprs[key] = self._judged(info, ins, frange)
+        return got
 
     def _judged(self, info: _OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
         """The outputs' expressions, and (expression, reason, rules) of the first the oracle rejects, or None."""

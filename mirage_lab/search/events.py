@@ -85,6 +85,7 @@ class EventLog:
         self.states = 0
         self.recording = keep or packed or path is not None
         self._part = None if path is None else path.with_name(path.name + ".part")
+        self._flushes = path is not None or packed  # (events leave memory every ``flush_every``)
         if self._part is not None:
             self._part.write_bytes(b"")
 
@@ -100,18 +101,18 @@ class EventLog:
             self.counts["candidates"][ev["outcome"]] += 1
         if self.recording:
             self.events.append(ev)
-        if (self._part is not None or self.packed) and len(self.events) >= self.flush_every:
+        if self._flushes and len(self.events) >= self.flush_every:
             self.flush()
 
     def pruned_by_oracle(self, parent: str, decision: Decision | None, expr: str, reason: str,
                          rules: list[str]) -> None:
         """An oracle prune: the hot path of large searches, so nothing is built when nothing is recorded."""
-        if self.recording:
-            self.append({"e": "prune", "parent": parent, "why": "oracle", "d": decision, "expr": expr,
-                         "reason": reason, "rules": rules})
-        else:
-            self.counts["pruned"]["oracle"] += 1
-            self._verdict(expr, reason, rules)
+        self.counts["pruned"]["oracle"] += 1
+        self._verdict(expr, reason, rules)
+        if self.recording:  # (what ``append`` would do, without its dispatch: most events are these)
+            self.events.append({"e": "prune", "parent": parent, "why": "oracle", "d": decision, "expr": expr})
+            if self._flushes and len(self.events) >= self.flush_every:
+                self.flush()
 
     def _verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
         self.oracle_exprs[expr] += 1
