@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mirage_lab import jsonl
 from mirage_lab.errors import FormatError
@@ -73,7 +74,8 @@ class TaskLog:
         e = self.entries().get(index)
         if e is None:
             return None
-        doc, _ = _record_at(self._read(e.start, e.events_at), 0, self.path, e.start)
+        with open(self.path, "rb") as f:
+            doc, _ = _record_at(f, e.start, self.path)
         return doc
 
     def events(self, index: int) -> bytes:
@@ -116,21 +118,23 @@ class TaskLog:
             return f.read(end - start)
 
     def _scan(self) -> tuple[dict[int, Entry], int]:
+        """Every complete entry, reading only the records (each log is skipped by its length)."""
         if not self.path.exists():
             return {}, 0
-        data = self.path.read_bytes()  # (records and compressed logs: a few MB for the largest runs)
         entries: dict[int, Entry] = {}
         at = 0
-        while at < len(data):
-            try:
-                doc, events_at = _record_at(data, at, self.path, at)
-            except _Partial:
-                break
-            end = events_at + int(doc.get("events_bytes", -1))
-            if end < events_at or end > len(data) or not isinstance(doc.get("index"), int):
-                break  # cut short mid-log (or not an entry we wrote): what follows cannot be trusted
-            entries[doc["index"]] = Entry(at, events_at, end)
-            at = end
+        with open(self.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            while at < size:
+                try:
+                    doc, events_at = _record_at(f, at, self.path)
+                except _Partial:
+                    break
+                end = events_at + int(doc.get("events_bytes", -1))
+                if end < events_at or end > size or not isinstance(doc.get("index"), int):
+                    break  # cut short mid-log (or not an entry we wrote): what follows cannot be trusted
+                entries[doc["index"]] = Entry(at, events_at, end)
+                at = end
         return entries, at
 
 
@@ -138,22 +142,25 @@ class _Partial(Exception):
     """The bytes at an offset are not a complete record member."""
 
 
-def _record_at(data: bytes, at: int, path: Path, where: int) -> tuple[dict[str, Any], int]:
-    """The record whose gzip member starts at ``data[at]``, and where that member ends."""
+def _record_at(f: BinaryIO, at: int, path: Path) -> tuple[dict[str, Any], int]:
+    """The record whose gzip member starts at byte ``at`` of ``f``, and where that member ends."""
     d = zlib.decompressobj(wbits=31)
-    view, parts, size, fed = memoryview(data), [], 0, at
-    while not d.eof and fed < len(data):  # fed a piece at a time: zlib copies whatever input is left over
+    parts: list[bytes] = []
+    size, fed = 0, at
+    f.seek(at)
+    while not d.eof:  # a piece at a time: a record is small, the log after it need not be read
+        piece = f.read(CHUNK)
+        if not piece:
+            raise _Partial
         try:
-            parts.append(d.decompress(view[fed:fed + CHUNK], jsonl.MAX_MEMBER + 1 - size))
+            parts.append(d.decompress(piece, jsonl.MAX_MEMBER + 1 - size))
         except zlib.error:
             raise _Partial from None
         size += len(parts[-1])
         if size > jsonl.MAX_MEMBER or d.unconsumed_tail:
-            raise FormatError(f"{path}: the task record at byte {where} expands beyond {jsonl.MAX_MEMBER >> 20} MiB, "
+            raise FormatError(f"{path}: the task record at byte {at} expands beyond {jsonl.MAX_MEMBER >> 20} MiB, "
                               "which no search writes; delete the run folder and search again")
-        fed += min(CHUNK, len(data) - fed)
-    if not d.eof:
-        raise _Partial
+        fed += len(piece)
     try:
         doc = json.loads(b"".join(parts))
     except ValueError:
