@@ -445,7 +445,9 @@ class Enumerator:
         thousands of states. The shared-memory budget depends on the state and is checked every time.
         """
         ins = [b.tensors[i] for i in idx]
-        key = (info.code, b.frange, *[(t.dims, t.dtype, t.part, t.expr) for t in ins])
+        # with one dtype in the whole program (the usual case) it is left out: hashing an enum is slow
+        key = (info.code, b.frange, *[(t.dims, t.dtype, t.part, t.expr) if self._mixed_dtypes
+                                      else (t.dims, t.part, t.expr) for t in ins])
         memo = self._block_memo.get(key)
         if memo is None:
             dims = self._shape(info, ins, Level.BLOCK)
@@ -672,13 +674,16 @@ class Enumerator:
 def _phase_ok(tuples: list[tuple[int, ...]], posts: list[bool], info: _OpInfo) -> list[tuple[int, ...]]:
     """The operand tuples whose phases allow the op (SPEC §3.3): an accumulator reads loop-phase tensors
     only, any other op reads tensors of one phase (and its output has that phase)."""
+    post = {i for i, p in enumerate(posts) if p}
+    if not post:  # every tensor in the loop phase (most states): every tuple qualifies
+        return tuples
     if info.accum:
-        return [ix for ix in tuples if not any(posts[i] for i in ix)]
-    if info.arity == 1:
+        return [ix for ix in tuples if post.isdisjoint(ix)]
+    if info.arity == 1 or len(post) == len(posts):
         return tuples
     if info.arity == 2:
         return [ix for ix in tuples if posts[ix[0]] is posts[ix[1]]]
-    return [ix for ix in tuples if len({posts[i] for i in ix}) == 1]
+    return [ix for ix in tuples if post.isdisjoint(ix) or post.issuperset(ix)]
 
 
 _MISSING = object()
