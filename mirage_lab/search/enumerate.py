@@ -64,6 +64,7 @@ class T:
     source: bool = False  # a program input (kernel) or a loader (block)
     uses: int = 0
     part: Parts | None = None  # block level, ``index_checks``: the axes partitioning each dim (``tiling``)
+    sig: int = -1  # block level: one number per (dims, dtype, part, expr), for ``Enumerator._block_memo``
 
 
 @dataclass
@@ -143,6 +144,7 @@ class Enumerator:
         self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
         # (op, F, each operand's dims, dtype, parts, term) → [output dims, smem added, parts, (terms, verdict)]
         self._block_memo: dict[Any, list[Any]] = {}
+        self._sigs: dict[Any, int] = {}  # a block tensor's (dims, dtype, part, expr) → its sig
         self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
         self._target_vars = [(self._nf_key(t), _variables(t)) for t in oracle.targets]
@@ -298,7 +300,7 @@ class Enumerator:
             tile = loader_tile(src.dims, tuple(imap), fmap, tuple(grid), frange)
             # positions in a program input are its indices; an intermediate may hold concatenated partials
             part = loader_parts(len(tile), imap, fmap, grid, frange) if src.source else (None,) * len(tile)
-            t = T(tile, src.dtype, src.expr, source=True, part=part)
+            t = self._signed(T(tile, src.dtype, src.expr, source=True, part=part))
             smem += counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)])
             tensors.append(t)
         if smem > self.cfg.smem_budget:
@@ -445,9 +447,7 @@ class Enumerator:
         thousands of states. The shared-memory budget depends on the state and is checked every time.
         """
         ins = [b.tensors[i] for i in idx]
-        # with one dtype in the whole program (the usual case) it is left out: hashing an enum is slow
-        key = (info.code, b.frange, *[(t.dims, t.dtype, t.part, t.expr) if self._mixed_dtypes
-                                      else (t.dims, t.part, t.expr) for t in ins])
+        key = (info.code, b.frange, *[t.sig for t in ins])
         memo = self._block_memo.get(key)
         if memo is None:
             dims = self._shape(info, ins, Level.BLOCK)
@@ -474,6 +474,11 @@ class Enumerator:
             return None
         return idx, dims, exprs, add, parts
 
+    def _signed(self, t: T) -> T:
+        """``t`` with its ``sig``, so that a memo key hashes one int per operand."""
+        t.sig = self._sigs.setdefault((t.dims, t.dtype, t.part, t.expr), len(self._sigs))
+        return t
+
     def _block_op(self, node: str, b: Block, info: _OpInfo, entry: _Entry) -> None:
         """Apply one viable op, explore below it, undo it."""
         idx, dims, exprs, add, parts = entry
@@ -483,7 +488,7 @@ class Enumerator:
         for i in idx:
             b.tensors[i].uses += 1
         last, b.last = b.last, (idx, info.code)
-        b.tensors.extend(T(d, dtype, e, post=post, part=None if parts is None else parts[k])
+        b.tensors.extend(self._signed(T(d, dtype, e, post=post, part=None if parts is None else parts[k]))
                          for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))
         b.smem += add
         b.n_ops += 1
