@@ -142,7 +142,7 @@ class Enumerator:
         self._shapes: dict[Any, list[Dims] | None] = {}  # (op code, input dims) → output dims
         self._mixed_dtypes = len({t.dtype for t in program.input_types}) > 1
         self._exprs: dict[Any, tuple[tuple[Term, ...], Any]] = {}  # (op, inputs' terms and dims, F) → terms, verdict
-        # (op, F, each operand's dims, dtype, parts, term) → [output dims, smem added, parts, (terms, verdict)]
+        # (op, F, each operand's sig) → [output dims, smem added, parts, (terms, verdict)], filled in as needed
         self._block_memo: dict[Any, list[Any]] = {}
         self._sigs: dict[Any, int] = {}  # a block tensor's (dims, dtype, part, expr) → its sig
         self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
