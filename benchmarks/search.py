@@ -42,6 +42,7 @@ from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.search import preset, superoptimize
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.pool import process_pool
+from mirage_lab.search.run_list import folder_usage
 from mirage_lab.search.task import run_task, task_context
 
 PRESET = {"rmsnorm": "mlp", "gated_mlp": "mlp", "lora": "lora", "ntrans": "default", "gqa": "attention",
@@ -59,7 +60,7 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
     try:
         res = superoptimize(program, config, executor=executor, run_dir=runs, progress=False)
         wall = time.time() - t0
-        folder_bytes, folder_files = _usage(Path(runs))
+        folder_bytes, folder_files, _ = folder_usage(Path(runs))
     finally:
         shutil.rmtree(runs, ignore_errors=True)
         if executor != "serial":
@@ -90,11 +91,6 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
             "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None,
             "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2),
             "run_folder_MB": round(folder_bytes / 1e6, 2), "run_folder_files": folder_files}
-
-
-def _usage(root: Path) -> tuple[int, int]:
-    files = [p for p in root.rglob("*") if p.is_file()]
-    return sum(p.stat().st_size for p in files), len(files)
 
 
 def with_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

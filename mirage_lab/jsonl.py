@@ -42,11 +42,12 @@ def inflate(raw: bytes, path: Path) -> bytes:
     except zlib.error as e:
         raise FormatError(f"{path} is not valid gzip ({e})") from None
     if len(data) > MAX_MEMBER or d.unconsumed_tail:
-        raise _too_large(path, 0)
+        raise too_large(path, 0)
     return data
 
 
-def _too_large(path: Path, at: int) -> FormatError:
+def too_large(path: Path, at: int) -> FormatError:
+    """The refusal of a gzip member at byte ``at`` of ``path`` that expands beyond ``MAX_MEMBER``."""
     return FormatError(f"{path}: the gzip member at byte {at} expands beyond {MAX_MEMBER >> 20} MiB, which no "
                        "search writes; the file is not a run folder's (delete it, or the folder, and search again)")
 
@@ -78,7 +79,7 @@ def members(path: Path) -> Iterator[tuple[int, int, bytes]]:
                     raise FormatError(f"{path} is not a complete gzip file at byte {comp} ({e})") from None
                 size += len(parts[-1])
                 if size > MAX_MEMBER or d.unconsumed_tail:
-                    raise _too_large(path, start)
+                    raise too_large(path, start)
                 if d.eof:
                     comp += len(pending) - len(d.unused_data)
                     pending = d.unused_data

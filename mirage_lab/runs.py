@@ -268,7 +268,7 @@ class RunFolder:
 
     def task_count(self) -> int:
         """How many tasks the folder holds finished."""
-        old = {p.name.split(".")[0] for p in self.path.glob("tasks/*.json*") if not p.name.endswith((".part",))}
+        old = {p.name.split(".")[0] for p in self.path.glob("tasks/*.json*") if not p.name.endswith(".part")}
         return len(old | {str(i) for i in self.tasks.entries()})
 
     def task(self, index: int) -> dict[str, Any] | None:

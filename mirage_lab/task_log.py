@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mirage_lab import jsonl
-from mirage_lab.errors import FormatError
 from mirage_lab.jsonl import compress
 
 NAME = "tasks.gz"
@@ -158,8 +157,7 @@ def _record_at(f: BinaryIO, at: int, path: Path) -> tuple[dict[str, Any], int]:
             raise _Partial from None
         size += len(parts[-1])
         if size > jsonl.MAX_MEMBER or d.unconsumed_tail:
-            raise FormatError(f"{path}: the task record at byte {at} expands beyond {jsonl.MAX_MEMBER >> 20} MiB, "
-                              "which no search writes; delete the run folder and search again")
+            raise jsonl.too_large(path, at)
         fed += len(piece)
     try:
         doc = json.loads(b"".join(parts))

@@ -191,7 +191,6 @@ class Enumerator:
             self._visit(node)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
-        self.out.events.close()
         s = self.out.seconds
         s["enumeration"] = time.perf_counter() - start - s["oracle"] - s["verification"]
         return self.out

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -65,29 +64,23 @@ def read_events(path: Any) -> Iterator[Event]:
 
 
 class EventLog:
-    """Where a walk's events go: counted at once, kept in memory, streamed to a JSONL file, or (``packed``)
-    kept as gzip members, compressed every ``flush_every`` events (what a search task returns).
+    """Where a walk's events go: counted only (``keep=False``), kept in memory, or (``packed``) kept as gzip
+    members, compressed every ``flush_every`` events (what a search task returns to its parent).
 
-    Without a file, ``keep=False`` only counts (a search without a run folder has nowhere to show
-    its events, and large ones would not fit in memory). Oracle verdicts are stored once per
-    expression (``verdicts``: expression → reason and rules); a prune event names only the
-    expression, which keeps large searches' logs small.
+    Counting only suits a search without a run folder: it has nowhere to show its events, and large ones
+    would not fit in memory. Oracle verdicts are stored once per expression (``verdicts``: expression →
+    reason and rules); a prune event names only the expression, which keeps large searches' logs small.
     """
 
-    def __init__(self, path: Path | None = None, flush_every: int = 20_000, keep: bool = True,
-                 packed: bool = False) -> None:
-        self.path, self.flush_every, self.keep, self.packed = path, flush_every, keep, packed
+    def __init__(self, flush_every: int = 20_000, keep: bool = True, packed: bool = False) -> None:
+        self.flush_every, self.keep, self.packed = flush_every, keep, packed
         self.members: list[bytes] = []  # (packed) the compressed events so far
         self.events: list[Event] = []
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "candidates": Counter()}
         self.oracle_exprs: Counter[str] = Counter()  # oracle prunes per expression; rules tallied in summary()
         self.states = 0
-        self.recording = keep or packed or path is not None
-        self._part = None if path is None else path.with_name(path.name + ".part")
-        self._flushes = path is not None or packed  # (events leave memory every ``flush_every``)
-        if self._part is not None:
-            self._part.write_bytes(b"")
+        self.recording = keep or packed
 
     def append(self, ev: Event) -> None:
         kind = ev["e"]
@@ -101,8 +94,8 @@ class EventLog:
             self.counts["candidates"][ev["outcome"]] += 1
         if self.recording:
             self.events.append(ev)
-        if self._flushes and len(self.events) >= self.flush_every:
-            self.flush()
+            if self.packed and len(self.events) >= self.flush_every:
+                self.flush()
 
     def pruned_by_oracle(self, parent: str, decision: Decision | None, expr: str, reason: str,
                          rules: list[str]) -> None:
@@ -111,7 +104,7 @@ class EventLog:
         self._verdict(expr, reason, rules)
         if self.recording:  # (what ``append`` would do, without its dispatch: most events are these)
             self.events.append({"e": "prune", "parent": parent, "why": "oracle", "d": decision, "expr": expr})
-            if self._flushes and len(self.events) >= self.flush_every:
+            if self.packed and len(self.events) >= self.flush_every:
                 self.flush()
 
     def _verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
@@ -120,31 +113,15 @@ class EventLog:
             self.verdicts[expr] = {"reason": reason, "rules": rules}
 
     def flush(self) -> None:
-        if (self._part is None and not self.packed) or not self.events:
-            return
-        text = "".join(event_line(e) + "\n" for e in self.events)
-        if self._part is None:
-            self.members.append(compress(text))
+        """(packed) Compress the events held in memory into one more gzip member."""
+        if self.packed and self.events:
+            self.members.append(compress("".join(event_line(e) + "\n" for e in self.events)))
             self.events = []
-            return
-        if self._part.name.endswith(".gz.part"):  # one gzip member per flush: together, one gzip stream
-            with open(self._part, "ab") as f:
-                f.write(compress(text))
-        else:
-            with open(self._part, "a") as f:
-                f.write(text)
-        self.events = []
 
     def packed_events(self) -> bytes:
         """(packed) Every event so far, as gzip members."""
         self.flush()
         return b"".join(self.members)
-
-    def close(self) -> None:
-        """Finish the file (renamed into place only now, so a killed walk leaves no partial log)."""
-        if self._part is not None and self.path is not None:
-            self.flush()
-            os.replace(self._part, self.path)
 
     def summary(self) -> dict[str, Any]:
         rules: Counter[str] = Counter()

@@ -70,7 +70,7 @@ def run_folders(root: str | os.PathLike[str] = DEFAULT_ROOT) -> list[Path]:
 def describe_run(path: Path, names: dict[str, str] | None = None) -> RunInfo:
     """What the folder holds, read without changing it (a damaged file shows as such, not as an error)."""
     folder = RunFolder(path)
-    size, count, latest = _usage(path)
+    size, count, latest = folder_usage(path)
     result = _read(folder, "result.json")
     try:
         program = folder.program()
@@ -123,7 +123,7 @@ def remove_runs(root: str | os.PathLike[str] = DEFAULT_ROOT, *, older_than_s: fl
         raise InputError(f"older_than_s must be ≥ 0, got {older_than_s}")
     now, rows = time.time(), []
     for path in run_folders(root):
-        size, _, latest = _usage(path)
+        size, _, latest = folder_usage(path)
         if not everything and older_than_s is not None and now - latest < older_than_s:
             continue
         rows.append({"run": path.name, "MB": round(size / 1e6, 2), **_remove(path, keep_best, dry_run)})
@@ -170,7 +170,7 @@ def _read(folder: RunFolder, name: str) -> Any:
         return None
 
 
-def _usage(path: Path) -> tuple[int, int, float]:
+def folder_usage(path: Path) -> tuple[int, int, float]:
     """Bytes, files and the newest modification time under ``path``."""
     size = count = 0
     latest = path.stat().st_mtime

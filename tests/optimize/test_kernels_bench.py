@@ -12,10 +12,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import load_script
+from tests.conftest import REPO_ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "kernels.py"
+SCRIPT = REPO_ROOT / "benchmarks" / "kernels.py"
 
 
 def load() -> ModuleType:

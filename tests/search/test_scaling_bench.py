@@ -9,10 +9,9 @@ from types import ModuleType
 
 import pytest
 
-from tests.conftest import load_script
+from tests.conftest import REPO_ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "scaling.py"
+SCRIPT = REPO_ROOT / "benchmarks" / "scaling.py"
 
 
 def load() -> ModuleType:
@@ -39,7 +38,7 @@ def test_the_simulation_by_hand() -> None:
 
 def test_every_recorded_run_replays(tmp_path: Path) -> None:
     s = load()
-    paths = sorted((ROOT / "data" / "task_costs").glob("*.json"))
+    paths = sorted((REPO_ROOT / "data" / "task_costs").glob("*.json"))
     assert paths, "data/task_costs holds no recorded runs"
     for p in paths:
         run = s.Recorded.load(p)
