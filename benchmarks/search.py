@@ -89,6 +89,9 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
             "oracle_s": round(r.seconds["oracle"], 1), "verification_s": round(r.seconds["verification"], 1),
             "best_kernels": len(res.best.graph.compute_nodes) if res.best else None,
             "best_proxy_us": round(res.costs[res.best.hash] * 1e6, 2) if res.best else None,
+            "best_hash": res.best.hash[:12] if res.best else None,
+            "best_found_s": round(res.best.found_s, 1) if res.best else None,
+            "pruned_by_bound": r.pruned.get("bound", 0),
             "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2),
             "run_folder_MB": round(folder_bytes / 1e6, 2), "run_folder_files": folder_files}
 

@@ -239,7 +239,7 @@ class ExplorerState:
         for key in ("op", "level", "detail"):
             if key in ev:
                 out[key] = ev[key]
-        if why != "oracle" and ev.get("reason"):  # cap and goal prunes say why in words
+        if why != "oracle" and ev.get("reason"):  # cap, goal and bound prunes say why in words
             out["detail"] = ev["reason"]
         return out
 

@@ -7,7 +7,8 @@ deduplication of results, an abstract-expression pre-check before verification, 
 final-kernel checks and the index checks of ``tiling`` — see docs/decisions.md); ``mlp``,
 ``attention`` and ``lora`` add what the reference's presets add, and our ``attention`` also
 normalises imaps and tries the transposed 3-D grid, both 3-D grids first (reaching batch-1
-split-KV graphs). Each has a ``reference_*`` twin without our additions.
+split-KV graphs); ``attention`` and ``lora``, whose spaces are the large ones, also bound by the proxy cost
+(``cost_bound``, ``bound.py``). Each has a ``reference_*`` twin without our additions.
 Any field can be overridden: ``preset("attention", max_kernel_ops=7)``.
 """
 
@@ -82,6 +83,9 @@ class SearchConfig:
     dedupe_kernel_states: bool = False
     final_kernel_checks: bool = True  # the last kernel op the cap allows must save the program's outputs
     index_checks: bool = True  # no diagonal tiles or mismatched contractions over program inputs (search/tiling.py)
+    # branch and bound: cut states whose kernels so far cost more than the cheapest verified μGraph (proxy cost,
+    # search/bound.py); keeps the best μGraph and its ties, drops costlier ones from the ranking's tail
+    cost_bound: bool = False
     smem_budget: int = 96 * 1024
     # ---- pruning and verification
     pruning: bool = True
@@ -179,7 +183,7 @@ def _rules() -> dict[str, Rule]:
         "max_blocks", "smem_budget", "trials")}
     rules |= {name: Bool() for name in (
         "attention_3d_first", "attention", "lora", "normalise_imaps", "randomized_branches", "dedupe_kernel_states",
-        "final_kernel_checks", "index_checks", "pruning", "expression_precheck")}
+        "final_kernel_checks", "index_checks", "cost_bound", "pruning", "expression_precheck")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "max_customized": count, "seed": count, "notes": Text(),
         "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True),
@@ -210,15 +214,15 @@ def _presets() -> dict[str, SearchConfig]:
         "mlp": SearchConfig(preset="mlp"),
         "attention": SearchConfig(preset="attention", attention=True, max_customized=2,
                                   normalise_imaps=True, attention_grids_yz=((16, 4), (4, 16)), attention_3d_first=True,
-                                  block_ops=(*BLOCK_OPS, "accum_sum_todimx")),
+                                  block_ops=(*BLOCK_OPS, "accum_sum_todimx"), cost_bound=True),
         "lora": SearchConfig(preset="lora", lora=True, block_ops=(*BLOCK_OPS, "concat_then_matmul"),
-                             max_block_inputs=4),
+                             max_block_inputs=4, cost_bound=True),
     }
     out = dict(ours)
     for name, c in ours.items():
         ref = "reference" if name == "default" else f"reference_{name}"
         out[ref] = dataclasses.replace(c, preset=ref, expression_precheck=False, final_kernel_checks=False,
-                                       index_checks=False,
+                                       index_checks=False, cost_bound=False,
                                        dedupe_kernel_states=False, normalise_imaps=False,
                                        attention_grids_yz=SearchConfig.attention_grids_yz,
                                        attention_3d_first=False)

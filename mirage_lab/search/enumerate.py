@@ -34,6 +34,7 @@ from mirage_lab.ir.ops import Kind, Level, Op, ShapeContext
 from mirage_lab.ir.smem import counted_bytes
 from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
+from mirage_lab.search.bound import RANKING_HARDWARE, beyond, lower_bound, ranking_seconds
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.events import Decision, Event, EventLog
 from mirage_lab.search.goal import foreign_function, function_heads
@@ -123,8 +124,10 @@ class Enumerator:
     def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier, *,
                  ids: str, deadline: float | None = None, state_cap: int | None = None,
                  on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None,
-                 log: EventLog | None = None) -> None:
+                 log: EventLog | None = None, incumbent: float | None = None) -> None:
         self.program, self.cfg, self.oracle, self.verifier = program, config, oracle, verifier
+        # ``cost_bound``: the proxy cost of the cheapest μGraph verified so far (``bound.py``)
+        self.incumbent = math.inf if incumbent is None else incumbent
         self.ids, self.deadline, self.state_cap, self.on_candidate = ids, deadline, state_cap, on_candidate
         self.t0 = time.perf_counter() if t0 is None else t0
         self.out = Outcome(events=log or EventLog())
@@ -183,6 +186,8 @@ class Enumerator:
             if prefix:
                 node = self._expand(parent, prefix[-1])
                 self._apply(prefix[-1])
+                if self._beyond_bound(node):
+                    return self._finish(start)
             else:
                 node = self._expand(None, None)
                 for level, op, head in self.dropped:
@@ -191,6 +196,9 @@ class Enumerator:
             self._visit(node)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
+        return self._finish(start)
+
+    def _finish(self, start: float) -> Outcome:
         s = self.out.seconds
         s["enumeration"] = time.perf_counter() - start - s["oracle"] - s["verification"]
         return self.out
@@ -236,7 +244,7 @@ class Enumerator:
     def _kernel_state(self, node: str) -> None:
         if self._try_candidate(node):
             return
-        if self.k_ops >= self.cfg.max_kernel_ops:
+        if self.k_ops >= self.cfg.max_kernel_ops or self._beyond_bound(node):
             return
         counts = {"order": 0, "shape": 0}
         for info in self.kernel_ops:
@@ -623,6 +631,22 @@ class Enumerator:
         nf = self._nf_of(e)
         return -1 if nf is None else nf.serial
 
+    def _beyond_bound(self, node: str) -> bool:
+        """``cost_bound``: cut a state (not a candidate itself) when the kernels it has built plus one launch cost
+        more than the cheapest μGraph verified so far: every μGraph below it does (``bound.py``)."""
+        if not self.cfg.cost_bound or not math.isfinite(self.incumbent):
+            return False
+        spent, bound = lower_bound(self.program, self.path, smem_limit=self.cfg.smem_budget,
+                                   reduction_dimx=self.cfg.reduction_dimx)
+        if not beyond(bound, self.incumbent):
+            return False
+        us = (spent * 1e6, bound * 1e6, self.incumbent * 1e6)
+        self._prune(node, "bound", spent_us=round(us[0], 4), bound_us=round(us[1], 4), best_us=round(us[2], 4),
+                    reason=f"the kernels so far cost {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}); with the launch of "
+                           f"one more kernel any μGraph below costs ≥ {us[1]:.2f} µs, more than the cheapest "
+                           f"verified one's {us[2]:.2f} µs")
+        return True
+
     # ------------------------------------------------------------------ candidates
     def _try_candidate(self, node: str) -> bool:
         """SPEC §7.2: test every kernel-level state; True when verified (the branch stops)."""
@@ -651,6 +675,8 @@ class Enumerator:
             self.out.events.append({"e": "candidate", "node": node, "outcome": "duplicate", "hash": h})
             return True
         self.seen_graphs.add(h)
+        if self.cfg.cost_bound:
+            self.incumbent = min(self.incumbent, ranking_seconds(graph))
         found = Candidate(graph, h, list(self.path), node, summary, time.perf_counter() - self.t0)
         self.out.candidates.append(found)
         self.out.events.append({"e": "candidate", "node": node, "outcome": "verified", "hash": h})

@@ -4,8 +4,9 @@ Every state the search enters is an ``expand`` event holding the one *decision* 
 to it from its parent, so any node can be rebuilt by replaying the decisions on its path
 (``path_to``, then ``replay``). Children that die are ``prune`` events with a reason —
 ``oracle`` (with the verdict's reason and rules), ``order``, ``shape``, ``phase``, ``smem``,
-``cap``, ``goal`` (the last kernel op the cap allows cannot produce the program's outputs) or
-``duplicate`` — and complete graphs are ``candidate`` events whose outcome is
+``cap``, ``goal`` (the last kernel op the cap allows cannot produce the program's outputs),
+``duplicate`` or ``bound`` (``cost_bound``: the kernels so far already cost more than a verified μGraph;
+the state's whole subtree is cut) — and complete graphs are ``candidate`` events whose outcome is
 ``precheck`` (their outputs' expressions differ from the targets'), ``rejected`` or
 ``verified``. Events are plain dicts with short keys so that ``events.jsonl`` stays small.
 
@@ -38,7 +39,7 @@ Decision = list[Any]
 #: an event as one compact JSON line (one encoder for all: json.dumps would build one per event)
 event_line = json.JSONEncoder(separators=(",", ":")).encode
 
-PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate")
+PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound")
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
 
 

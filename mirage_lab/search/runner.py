@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import html
+import math
 import os
 import time
 import warnings
@@ -47,6 +48,7 @@ from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
+from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
 from mirage_lab.search.events import Event, SearchReport, event_line
@@ -201,6 +203,7 @@ class _Search:
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
+        self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
 
     def run(self) -> SearchResult:
         if self.folder is None or self.root is None:
@@ -231,6 +234,8 @@ class _Search:
         deadline = None if config.time_limit_s is None else time.perf_counter() + config.time_limit_s
         front = Enumerator(program, config, oracle, verifier, ids="f", state_cap=config.state_limit,
                            deadline=deadline).run(frontier=True)
+        if config.cost_bound:
+            self.incumbent = min([math.inf, *(ranking_seconds(c.graph) for c in front.candidates)])
         outcomes = self._run_tasks(front)
         return self._finish(front, outcomes)
 
@@ -276,6 +281,7 @@ class _Search:
             if saved is not None and (saved["stop_reason"] == "complete"
                                       or saved["config_budgets"] == budgets(self.config)):
                 done[i] = saved
+                self._improve(saved)
             else:
                 todo.append(i)
         if changed:
@@ -290,14 +296,18 @@ class _Search:
         bar = progress(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
         futures: dict[Future[Any], int] = {}
         window = 2 * getattr(executor, "_max_workers", 1) if owned else 64  # a few tasks in flight per worker
-        queue = iter(todo if self.config.state_limit or self.config.result_limit else fused_first(front.tasks, todo))
+        in_order = bool(self.config.state_limit or self.config.result_limit)
+        queue = iter(todo if in_order else fused_first(front.tasks, todo))
         run_dir = str(self.folder.path) if self.folder is not None else None
         try:
             while True:
                 for i in queue:  # top the window up; budgets are checked as results arrive, in order
                     parent, prefix = front.tasks[i]
+                    # budgets truncate one ordered stream on every executor: there, each task bounds only by
+                    # what it verifies itself, so its walk does not depend on which tasks finished first
+                    bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
                     futures[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix,
-                                            run_dir, deadline, self.t0)] = i
+                                            run_dir, deadline, self.t0, bound)] = i
                     if sum(1 for j in futures.values() if j not in done) >= window:
                         break
                 pending = [f for f in futures if futures[f] not in done]
@@ -307,6 +317,7 @@ class _Search:
                 for f in finished:
                     res = f.result()
                     done[res["index"]] = res
+                    self._improve(res)
                     self._keep(res)
                     bar.update()
                 if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
@@ -351,6 +362,11 @@ class _Search:
         else:  # cut by the time limit: run again on resume, but its events belong to this run's log
             self._unsaved_events[res["index"]] = events
         self.folder.save_manifest(every=1.0)
+
+    def _improve(self, res: dict[str, Any]) -> None:
+        """``cost_bound``: lower the incumbent to a finished task's cheapest verified μGraph."""
+        if res.get("incumbent") is not None:
+            self.incumbent = min(self.incumbent, float(res["incumbent"]))
 
     def _budget_spent(self, done: dict[int, dict[str, Any]], total: int) -> bool:
         """Stop early when the tasks finished *in order* already exhaust a state or result budget.
@@ -456,14 +472,7 @@ def _rank(docs: list[dict[str, Any]], limit: int | None) -> tuple[list[Candidate
     for d in docs:
         seen.setdefault(d["hash"], candidate_from_doc(d))
     cands = list(seen.values())[:limit] if limit else list(seen.values())
-    costs = {c.hash: _proxy_seconds(c.graph) for c in cands}
+    costs = {c.hash: ranking_seconds(c.graph) for c in cands}
     order = sorted(range(len(cands)), key=lambda i: (costs[cands[i].hash], i))
     return [cands[i] for i in order], costs
 
-
-def _proxy_seconds(g: KernelGraph) -> float:
-    try:
-        from mirage_lab.optimize.cost import proxy_cost
-    except ImportError:  # the cost model arrives with the optimizer; until then, fewer kernels first
-        return float(len(g.compute_nodes))
-    return float(proxy_cost(g).seconds)

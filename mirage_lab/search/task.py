@@ -9,6 +9,7 @@ of each file it wrote, for the parent to record in the manifest.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -49,17 +50,20 @@ def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
 
 
 def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
-             prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
+             prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
+             incumbent: float | None = None) -> dict[str, Any]:
     """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
 
     ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
+    ``incumbent``: with ``cost_bound``, the proxy cost of the cheapest μGraph verified so far (``bound.py``).
     """
     with small_pages():
-        return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started)
+        return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started, incumbent)
 
 
 def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
-              prefix: list[Any], run_dir: str | None, deadline: float | None, started: float) -> dict[str, Any]:
+              prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
+              incumbent: float | None) -> dict[str, Any]:
     program, config, oracle, verifier = task_context(program_doc, config_doc)
     # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
     # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
@@ -75,14 +79,15 @@ def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: in
     log = EventLog(keep=False, packed=run_dir is not None)
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
-                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log)
+                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log, incumbent=incumbent)
     out = walker.run(prefix, parent)
     return {"index": index, "events_gz": log.packed_events() if run_dir is not None else None,
             "summary": log.summary(), "verdicts": log.verdicts,
             "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
-            "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}"}  # (for the scaling figures)
+            "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}",  # (for the scaling figures)
+            "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:

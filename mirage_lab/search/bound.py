@@ -1,0 +1,57 @@
+"""Branch and bound on the proxy cost (``SearchConfig.cost_bound``): a sound reduction of the search.
+
+The search ranks verified μGraphs by the proxy cost (``optimize/cost.py``), which is a sum over kernels,
+each at least one launch. A kernel-level state that is not itself a candidate needs at least one more
+kernel, and a state inside a block graph has its kernel still to close, so every μGraph below a state
+costs at least
+
+    bound(state) = Σ proxy cost of the kernels the state has built + one launch.
+
+Each kernel's cost depends only on that kernel (its block graph, or its op and tensor types), and a
+descendant keeps every kernel of its ancestors unchanged, so the bound never exceeds the cost of any
+μGraph below the state (it is admissible). The *incumbent* is the cost of the cheapest μGraph verified so
+far, so it never drops below the optimum C*. A state is pruned only when its bound exceeds the incumbent,
+so no state on the path to a μGraph costing C* (or tied with it) is ever pruned, and the best μGraph — and
+every one tied with it — is found whatever the incumbent was when each task ran. What the bound removes are
+μGraphs that cost more than one already verified: the ranking's top is unchanged, its tail is shorter.
+
+The incumbent depends on which tasks finished first, so with several workers the *tail* of the verified
+set (and the state counts) may vary between runs; the best μGraph does not. Under state or result budgets,
+which must truncate the same ordered stream on every executor, each task bounds only by what it verified
+itself (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.optimize.hardware import get_hardware
+from mirage_lab.search.events import Decision
+from mirage_lab.search.replay import partial_graph
+
+#: the hardware the search ranks its μGraphs for (``runner._rank``), and therefore bounds for
+RANKING_HARDWARE = "H100"
+#: relative slack before a bound counts as above the incumbent: the bound sums kernels in another order than
+#: ``proxy_cost``, and a rounding difference must never cut a μGraph tied with the best
+SLACK = 1e-9
+
+
+def ranking_seconds(graph: KernelGraph) -> float:
+    """The proxy cost the search ranks ``graph`` by."""
+    return float(proxy_cost(graph, RANKING_HARDWARE).seconds)
+
+
+def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+                reduction_dimx: int) -> tuple[float, float]:
+    """(cost of the kernels ``decisions`` have built, the bound: that plus one launch), in seconds."""
+    built = partial_graph(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx).kernel
+    spent = ranking_seconds(built)
+    return spent, spent + get_hardware(RANKING_HARDWARE).launch_s
+
+
+def beyond(bound: float, incumbent: float) -> bool:
+    """Whether a state with ``bound`` can be cut: every μGraph below it costs more than ``incumbent``."""
+    return math.isfinite(incumbent) and bound > incumbent * (1 + SLACK)

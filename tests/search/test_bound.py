@@ -1,0 +1,88 @@
+"""Branch and bound on the proxy cost (``cost_bound``, ``search/bound.py``): the bound is admissible on real
+μGraphs, the reduction keeps the best μGraph and its ties, cuts states, and stays deterministic under budgets."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.search.bound import beyond, lower_bound, ranking_seconds
+from mirage_lab.search.config import preset
+from mirage_lab.search.enumerate import Enumerator
+from mirage_lab.search.task import run_task, task_context
+from tests.search.test_search import SMALL, search, small_rmsnorm
+
+
+@pytest.fixture(scope="module")
+def unbounded() -> ml.search.SearchResult:
+    return search(cost_bound=False)
+
+
+@pytest.fixture(scope="module")
+def bounded() -> ml.search.SearchResult:
+    return search(cost_bound=True)
+
+
+def _costs(res: ml.search.SearchResult) -> dict[str, float]:
+    return {c.hash: ranking_seconds(c.graph) for c in res.candidates}
+
+
+def test_the_bound_never_exceeds_a_verified_graphs_cost(unbounded: ml.search.SearchResult) -> None:
+    """Admissible: every state on the path to a verified μGraph is bounded by that μGraph's cost."""
+    cfg = preset("mlp", **SMALL)
+    assert len(unbounded.candidates) >= 3
+    for c in unbounded.candidates:
+        cost = ranking_seconds(c.graph)
+        for i in range(1, len(c.decisions)):
+            spent, bound = lower_bound(small_rmsnorm(), c.decisions[:i], smem_limit=cfg.smem_budget,
+                                       reduction_dimx=cfg.reduction_dimx)
+            assert spent < bound <= cost * (1 + 1e-12), (c.hash, i)
+            assert not beyond(bound, cost)
+
+
+def test_the_reduction_keeps_the_best_and_cuts_states(unbounded: ml.search.SearchResult,
+                                                       bounded: ml.search.SearchResult) -> None:
+    full, cut = _costs(unbounded), _costs(bounded)
+    assert bounded.best is not None and unbounded.best is not None
+    assert bounded.best.hash == unbounded.best.hash
+    best = min(full.values())
+    ties = {h for h, v in full.items() if v <= best * (1 + 1e-9)}
+    assert ties <= set(cut)  # the best and every μGraph tied with it
+    assert set(cut) <= set(full)  # nothing new: the bound only removes
+    assert bounded.report.pruned["bound"] > 0
+    assert bounded.report.states < unbounded.report.states
+    assert bounded.report.stop_reason == "complete"
+
+
+def test_an_incumbent_cuts_a_task_at_its_root() -> None:
+    """A task handed the cost of a μGraph cheaper than anything below its root does nothing else, and says why."""
+    program = small_rmsnorm()
+    pdoc, cdoc = graph_to_dict(program), preset("mlp", **SMALL, cost_bound=True).to_dict()
+    prog, config, oracle, verifier = task_context(pdoc, cdoc)
+    front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
+    parent, prefix = front.tasks[0]
+    free = run_task(pdoc, cdoc, 0, parent, prefix, None, None, time.time())
+    cut = run_task(pdoc, cdoc, 0, parent, prefix, None, None, time.time(), 1e-9)
+    assert free["states"] > 1 and cut["states"] == 1 and cut["summary"]["pruned"] == {"bound": 1}
+    assert cut["candidates"] == [] and cut["incumbent"] == 1e-9
+    walker = Enumerator(prog, config, oracle, verifier, ids="t", incumbent=1e-9)
+    (event,) = [e for e in walker.run(prefix, parent).events.events if e["e"] == "prune"]
+    assert event["why"] == "bound" and event["best_us"] == 0.001 and "more than the cheapest" in event["reason"]
+
+
+def test_with_budgets_the_bound_does_not_depend_on_the_executor() -> None:
+    """Under a state budget tasks bound only by what they verify themselves, so every executor truncates
+    the same stream."""
+    serial = search(cost_bound=True, state_limit=1200)
+    pooled = search(cost_bound=True, state_limit=1200, executor="process")
+    assert serial.report.stop_reason == pooled.report.stop_reason == "state limit"
+    assert [c.hash for c in pooled.candidates] == [c.hash for c in serial.candidates]
+    assert pooled.report.states == serial.report.states
+
+
+def test_the_process_pool_finds_the_same_best(bounded: ml.search.SearchResult) -> None:
+    pooled = search(cost_bound=True, executor="process")
+    assert pooled.best is not None and bounded.best is not None and pooled.best.hash == bounded.best.hash
