@@ -110,7 +110,7 @@ from mirage_lab.optimize.hardware import HARDWARE, Hardware, get_hardware
 from mirage_lab.optimize.occupancy import BlockResources, Occupancy, estimate_resources, occupancy
 
 __all__ = ["ELEMENT_FLOPS", "HARDWARE", "BlockResources", "CostEstimate", "Hardware", "KernelCost", "OpCost",
-           "get_hardware", "proxy_cost"]
+           "customized_floor", "get_hardware", "proxy_cost"]
 
 #: warps an SM needs resident to keep its four schedulers busy
 SCHEDULERS_PER_SM = 4
@@ -324,6 +324,25 @@ def _customized_cost(index: int, bg: BlockGraph, inputs: Sequence[int] | None, h
                       waves=occ.waves(n, hw), limiter=occ.limiter, threads=res.threads,
                       regs_per_thread=res.regs_per_thread, smem_per_block=res.smem_bytes,
                       resources_source=res.source, ops=tuple(ops))
+
+
+def customized_floor(bg: BlockGraph, inputs: Sequence[int] | None = None, hardware: str | Hardware = "H100") -> float:
+    """A lower bound, in seconds, on the proxy cost of *any* customized op whose block graph extends ``bg`` (more
+    block ops, then its savers), for the search's branch and bound (``search/bound.py``).
+
+    Every op's traffic and FLOPs depend on that op alone, so ``bg``'s totals only grow as ops are added. The grid
+    fixes ``u``, and the loaders fix the bytes in flight, so the best latency hiding any extension can reach is
+    that of the most blocks per SM the architecture allows (more shared memory or registers only lowers it);
+    compute efficiency is at most 1. With those, the roofline of ``bg``'s own traffic plus the launch is at most
+    the cost of the completed kernel (``tests/search/test_bound.py`` checks it on every verified μGraph)."""
+    hw = get_hardware(hardware)
+    k = _customized_kernel(bg, inputs, hw.l2_bytes, hw.pipeline_depth)
+    n = bg.num_blocks
+    u = n / (hw.sms * math.ceil(n / hw.sms))
+    need = hw.dram_bytes_per_s * hw.dram_latency_s
+    resident = n / math.ceil(n / (hw.sms * hw.max_blocks_per_sm))
+    e_mem = min(1.0, resident * k.inflight / need) if need > 0 else 1.0
+    return max(_memory_s(k.total, hw, e_mem, u), _compute_s(k.total, hw, u)) + hw.launch_s
 
 
 # --------------------------------------------------------------------------- entry point

@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.optimize.cost import customized_floor, proxy_cost
 from mirage_lab.optimize.hardware import get_hardware
 from mirage_lab.search.events import Decision
 from mirage_lab.search.replay import partial_graph
@@ -46,10 +46,13 @@ def ranking_seconds(graph: KernelGraph) -> float:
 
 def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
                 reduction_dimx: int) -> tuple[float, float]:
-    """(cost of the kernels ``decisions`` have built, the bound: that plus one launch), in seconds."""
-    built = partial_graph(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx).kernel
-    spent = ranking_seconds(built)
-    return spent, spent + get_hardware(RANKING_HARDWARE).launch_s
+    """(cost of the kernels ``decisions`` have built, the bound), in seconds. The bound adds one launch at kernel
+    level, and inside an open block graph the floor of the kernel being built (``customized_floor``)."""
+    pg = partial_graph(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    spent = ranking_seconds(pg.kernel)
+    if pg.block is None:
+        return spent, spent + get_hardware(RANKING_HARDWARE).launch_s
+    return spent, spent + customized_floor(pg.block, pg.block_inputs, RANKING_HARDWARE)
 
 
 def beyond(bound: float, incumbent: float) -> bool:

@@ -632,8 +632,9 @@ class Enumerator:
         return -1 if nf is None else nf.serial
 
     def _beyond_bound(self, node: str) -> bool:
-        """``cost_bound``: cut a state (not a candidate itself) when the kernels it has built plus one launch cost
-        more than the cheapest μGraph verified so far: every μGraph below it does (``bound.py``)."""
+        """``cost_bound``: cut a state (not a candidate itself) when the kernels it has built, plus one launch or the
+        floor of the kernel it is building, cost more than the cheapest μGraph verified so far: every μGraph below it
+        does (``bound.py``)."""
         if not self.cfg.cost_bound or not math.isfinite(self.incumbent):
             return False
         spent, bound = lower_bound(self.program, self.path, smem_limit=self.cfg.smem_budget,
@@ -642,9 +643,9 @@ class Enumerator:
             return False
         us = (spent * 1e6, bound * 1e6, self.incumbent * 1e6)
         self._prune(node, "bound", spent_us=round(us[0], 4), bound_us=round(us[1], 4), best_us=round(us[2], 4),
-                    reason=f"the kernels so far cost {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}); with the launch of "
-                           f"one more kernel any μGraph below costs ≥ {us[1]:.2f} µs, more than the cheapest "
-                           f"verified one's {us[2]:.2f} µs")
+                    reason=f"the kernels so far cost {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}); with one more "
+                           f"launch, or the floor of the kernel being built, any μGraph below costs ≥ {us[1]:.2f} µs, "
+                           f"more than the cheapest verified one's {us[2]:.2f} µs")
         return True
 
     # ------------------------------------------------------------------ candidates

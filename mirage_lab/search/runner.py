@@ -33,6 +33,7 @@ import math
 import os
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
@@ -291,37 +292,12 @@ class _Search:
         self.report.tasks_total = len(front.tasks)
         if not todo:
             return done
-        deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         executor, owned = make_executor(self.executor_spec)
         bar = progress(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
-        futures: dict[Future[Any], int] = {}
-        window = 2 * getattr(executor, "_max_workers", 1) if owned else 64  # a few tasks in flight per worker
-        in_order = bool(self.config.state_limit or self.config.result_limit)
-        queue = iter(todo if in_order else fused_first(front.tasks, todo))
-        run_dir = str(self.folder.path) if self.folder is not None else None
+        inflight: dict[Future[Any], tuple[int, bool]] = {}  # future → (task, whether it runs as a slice)
         try:
-            while True:
-                for i in queue:  # top the window up; budgets are checked as results arrive, in order
-                    parent, prefix = front.tasks[i]
-                    # budgets truncate one ordered stream on every executor: there, each task bounds only by
-                    # what it verifies itself, so its walk does not depend on which tasks finished first
-                    bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
-                    futures[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix,
-                                            run_dir, deadline, self.t0, bound)] = i
-                    if sum(1 for j in futures.values() if j not in done) >= window:
-                        break
-                pending = [f for f in futures if futures[f] not in done]
-                if not pending:
-                    break
-                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-                for f in finished:
-                    res = f.result()
-                    done[res["index"]] = res
-                    self._improve(res)
-                    self._keep(res)
-                    bar.update()
-                if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
-                    break
+            self._drive(executor, 2 * getattr(executor, "_max_workers", 1) if owned else 64, front, todo, done,
+                        inflight, bar)
         except KeyboardInterrupt:
             self.report.stop_reason = "interrupted"
         except BrokenProcessPool as e:
@@ -330,11 +306,58 @@ class _Search:
                               "search again to resume it, or use executor='serial' to see the worker's error") from None
         finally:
             bar.close()
-            for f in futures:
+            for f in inflight:
                 f.cancel()
             if owned:
                 executor.shutdown(wait=self.report.stop_reason != "interrupted", cancel_futures=True)
         return done
+
+    def _drive(self, executor: Executor, window: int, front: Outcome, todo: list[int],
+               done: dict[int, dict[str, Any]], inflight: dict[Future[Any], tuple[int, bool]], bar: Any) -> None:
+        """Hand tasks out (a few in flight per worker) and take their results until all are done or a budget,
+        the time limit or an interrupt stops the search.
+
+        With ``cost_bound`` and no budgets every task first runs as a *slice* of ``SLICE_STATES`` states. A task
+        the slice does not finish goes to the back of the queue and later runs whole, from its root, with the
+        incumbent of the time: the slices of all roots come first, so the cheap μGraphs anywhere in the space
+        set the incumbent before the heavy subtrees are walked (GQA's split-KV μGraph lies 6 341 states into
+        task 933, behind heavy roots that take minutes). What a slice verified lowers the incumbent; its events
+        and candidates are dropped, and the whole run finds those candidates again unless a cheaper one cuts them.
+        """
+        deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
+        in_order = bool(self.config.state_limit or self.config.result_limit)
+        queue = deque(todo if in_order else fused_first(front.tasks, todo))
+        slicing = self.config.cost_bound and not in_order
+        retried: set[int] = set()  # tasks whose slice did not finish them
+        run_dir = str(self.folder.path) if self.folder is not None else None
+        while True:
+            while queue and len(inflight) < window:  # budgets are checked as results arrive, in order
+                i = queue.popleft()
+                parent, prefix = front.tasks[i]
+                # budgets truncate one ordered stream on every executor: there, each task bounds only by what it
+                # verifies itself, so its walk does not depend on which tasks finished first
+                bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
+                sliced = slicing and i not in retried
+                inflight[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix, run_dir,
+                                         deadline, self.t0, bound, SLICE_STATES if sliced else None)] = (i, sliced)
+            if not inflight:
+                return
+            finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
+            for f in finished:
+                i, sliced = inflight.pop(f)
+                res = f.result()
+                self._improve(res)
+                if sliced and res["stop_reason"] == "slice":
+                    retried.add(i)
+                    queue.append(i)
+                    if self.folder is not None:  # (the candidate files it wrote are sound; the run rewrites them)
+                        self.folder.record(res.get("files", {}))
+                    continue
+                done[i] = res
+                self._keep(res)
+                bar.update()
+            if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
+                return
 
     def _saved_task(self, index: int, changed: list[str]) -> dict[str, Any] | None:
         """A task an earlier search of this folder finished, when its files match their recorded hashes (the
@@ -448,6 +471,10 @@ class _Search:
     def _limit_reached(self, states: int, found: int) -> bool:
         c = self.config
         return bool((c.state_limit and states >= c.state_limit) or (c.result_limit and found >= c.result_limit))
+
+
+#: states a task's first run walks under ``cost_bound`` before it yields to the other tasks' (``_Search._drive``)
+SLICE_STATES = 10_000
 
 
 def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int]:

@@ -51,19 +51,22 @@ def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
 
 def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
              prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
-             incumbent: float | None = None) -> dict[str, Any]:
+             incumbent: float | None = None, slice_states: int | None = None) -> dict[str, Any]:
     """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
 
     ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
     ``incumbent``: with ``cost_bound``, the proxy cost of the cheapest μGraph verified so far (``bound.py``).
+    ``slice_states``: walk at most that many states; a task cut there stops with reason "slice" and runs whole
+    later (``runner``).
     """
     with small_pages():
-        return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started, incumbent)
+        return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started, incumbent,
+                         slice_states)
 
 
 def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
               prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
-              incumbent: float | None) -> dict[str, Any]:
+              incumbent: float | None, slice_states: int | None) -> dict[str, Any]:
     program, config, oracle, verifier = task_context(program_doc, config_doc)
     # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
     # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
@@ -77,10 +80,13 @@ def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: in
 
     # with a run folder, the events come back compressed, for the parent to append to tasks.gz
     log = EventLog(keep=False, packed=run_dir is not None)
-    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=config.state_limit,
+    cap = config.state_limit if slice_states is None else min(slice_states, config.state_limit or slice_states)
+    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=cap,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
                         on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log, incumbent=incumbent)
     out = walker.run(prefix, parent)
+    if slice_states is not None and out.stop_reason == "state limit" and cap == slice_states:
+        out.stop_reason = "slice"
     return {"index": index, "events_gz": log.packed_events() if run_dir is not None else None,
             "summary": log.summary(), "verdicts": log.verdicts,
             "candidates": [candidate_doc(c) for c in out.candidates],

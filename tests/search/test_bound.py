@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import mirage_lab as ml
 from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.search import runner
 from mirage_lab.search.bound import beyond, lower_bound, ranking_seconds
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
@@ -86,3 +89,27 @@ def test_with_budgets_the_bound_does_not_depend_on_the_executor() -> None:
 def test_the_process_pool_finds_the_same_best(bounded: ml.search.SearchResult) -> None:
     pooled = search(cost_bound=True, executor="process")
     assert pooled.best is not None and bounded.best is not None and pooled.best.hash == bounded.best.hash
+
+
+def test_slices_keep_the_best_and_every_task(monkeypatch: pytest.MonkeyPatch, bounded: ml.search.SearchResult,
+                                             tmp_path: Path) -> None:
+    """Tasks first run as short slices; those a slice does not finish run whole later, and the run is the same
+    complete search with the same best."""
+    calls: list[tuple[int, int | None]] = []
+    real = runner.run_task
+
+    def spy(*args: Any) -> dict[str, Any]:
+        calls.append((args[2], args[-1]))
+        return real(*args)
+
+    monkeypatch.setattr(runner, "SLICE_STATES", 40)
+    monkeypatch.setattr(runner, "run_task", spy)
+    res = search(tmp_path, cost_bound=True)
+    assert res.report.stop_reason == "complete" and res.report.tasks_done == res.report.tasks_total
+    assert res.best is not None and bounded.best is not None and res.best.hash == bounded.best.hash
+    whole = [i for i, cap in calls if cap is None]
+    assert whole and all((i, 40) in calls for i in whole)  # every whole run follows its slice
+    # whole runs wait at the back of the queue, behind every task's slice
+    assert max(calls.index((i, 40)) for i, _ in calls) < min(calls.index((i, None)) for i in whole)
+    again = search(tmp_path, cost_bound=True)  # a finished run is served from its folder
+    assert again.report.cached and again.best is not None and again.best.hash == res.best.hash
