@@ -6,8 +6,10 @@ level once (the *frontier*), and each block-graph root becomes a task that any
 (``client.get_executor()``); a task is ``search/task.py``. Tasks carry only JSON-able data and rebuild their context
 (program, oracle, verifier) in the worker, so workers share nothing. Results are merged in
 task order, and budgets (states, results) truncate that ordered stream, so the outcome does
-not depend on the executor or on which task finishes first (time limits excepted). Tasks are
-handed out fused-first (``fused_first``), so verified μGraphs arrive early.
+not depend on the executor or on which task finishes first (time limits excepted; and under
+``cost_bound`` without budgets, the ranking's tail below the best, see ``bound.py``). Tasks are
+handed out fused-first (``fused_first``), so verified μGraphs arrive early, and under ``cost_bound``
+first as short slices (``_Search._drive``).
 
 Every finished task is saved in the run folder (appended to ``tasks.gz`` by this process, from the
 events and candidates the worker returns), and every verified μGraph the moment it is verified,
@@ -204,6 +206,7 @@ class _Search:
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
+        self._slice_found: dict[int, list[dict[str, Any]]] = {}  # what each unfinished slice verified (``_drive``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
 
     def run(self) -> SearchResult:
@@ -321,8 +324,9 @@ class _Search:
         the slice does not finish goes to the back of the queue and later runs whole, from its root, with the
         incumbent of the time: the slices of all roots come first, so the cheap μGraphs anywhere in the space
         set the incumbent before the heavy subtrees are walked (GQA's split-KV μGraph lies 6 341 states into
-        task 933, behind heavy roots that take minutes). What a slice verified lowers the incumbent; its events
-        and candidates are dropped, and the whole run finds those candidates again unless a cheaper one cuts them.
+        task 933, behind heavy roots that take minutes). What a slice verified lowers the incumbent, and is kept
+        aside (``_with_slices``): the task's whole run finds it again unless a cheaper μGraph cuts it, and a search
+        stopped before that run still reports it. The slice's events are dropped.
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         in_order = bool(self.config.state_limit or self.config.result_limit)
@@ -350,6 +354,7 @@ class _Search:
                 if sliced and res["stop_reason"] == "slice":
                     retried.add(i)
                     queue.append(i)
+                    self._slice_found[i] = res["candidates"]
                     if self.folder is not None:  # (the candidate files it wrote are sound; the run rewrites them)
                         self.folder.record(res.get("files", {}))
                     continue
@@ -419,13 +424,14 @@ class _Search:
             res = done.get(ev["task"])
             if res is None:
                 stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
+                cands.extend(self._slice_found.get(ev["task"], ()))  # verified before the search stopped
                 continue
             merged.append(ev["task"])
             self.report.add_summary(res["summary"])
             self.report.add_seconds(res["seconds"])
             self.report.tasks_done += 1
             verdicts.update(res["verdicts"])
-            cands.extend(res["candidates"])
+            cands.extend(self._with_slices(ev["task"], res["candidates"]))
             if res["stop_reason"] != "complete" and stop == "complete":
                 stop = res["stop_reason"]
             if self._limit_reached(self.report.states, len(cands)):
@@ -448,6 +454,13 @@ class _Search:
             self.folder.save_manifest()
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
+
+    def _with_slices(self, index: int, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A task's candidates, each with the earlier time its slice found it, if the slice did: that is when the
+        search had it. What the slice found and the whole run did not (a cheaper μGraph cut it) stays out, as the
+        bound keeps it out of a run without slices."""
+        first = {d["hash"]: d["found_s"] for d in self._slice_found.get(index, ())}
+        return [{**d, "found_s": min(d["found_s"], first.get(d["hash"], d["found_s"]))} for d in found]
 
     def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[bytes]:
         """The frontier's events with each task's events spliced in at its root, in task order, as gzip

@@ -113,3 +113,22 @@ def test_slices_keep_the_best_and_every_task(monkeypatch: pytest.MonkeyPatch, bo
     assert max(calls.index((i, 40)) for i, _ in calls) < min(calls.index((i, None)) for i in whole)
     again = search(tmp_path, cost_bound=True)  # a finished run is served from its folder
     assert again.report.cached and again.best is not None and again.best.hash == res.best.hash
+
+
+def test_a_search_stopped_before_the_whole_runs_reports_what_slices_verified(
+        monkeypatch: pytest.MonkeyPatch, unbounded: ml.search.SearchResult) -> None:
+    real = runner.run_task
+
+    def slices_only(*args: Any) -> dict[str, Any]:
+        if args[-1] is None:
+            raise KeyboardInterrupt  # the user stops the search when the first whole run starts
+        return real(*args)
+
+    monkeypatch.setattr(runner, "SLICE_STATES", 40)
+    monkeypatch.setattr(runner, "run_task", slices_only)
+    res = search(cost_bound=True)
+    assert res.report.stop_reason == "interrupted" and res.report.tasks_done < res.report.tasks_total
+    found = {c.hash for c in res.candidates}
+    assert found and found <= {c.hash for c in unbounded.candidates}  # μGraphs of the space, verified
+    for c in res.candidates:
+        assert ml.verify(c.graph, small_rmsnorm(), seed=3).equivalent
