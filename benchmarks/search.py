@@ -2,7 +2,8 @@
 
 For each benchmark program of SPEC §9, searched from its *unfused* program under its preset:
 states explored, complete graphs checked, verified μGraphs, time to the first verified graph and to
-the first *single-kernel* one (one customized op doing the fused work), total time and stop reason —
+the first *single-kernel* one (one customized op doing the fused work), total time and stop reason, the
+best μGraph (kernels, proxy µs, hash, when it was found) and the states the cost bound cut (``cost_bound``) —
 once per process count in ``--processes``.
 
 ``--pruning`` also measures what the abstract-expression oracle saves: for an evenly spaced sample of
