@@ -283,14 +283,18 @@ def _library_cost(index: int, node: Node, g: KernelGraph, hw: Hardware) -> Kerne
 
 def _efficiencies(n: int, occ: Occupancy, inflight: int, hw: Hardware) -> tuple[float, float, float]:
     """(u, e_mem, e_comp) of a fitting customized op (module docstring)."""
-    c = math.ceil(n / hw.sms)
-    r = min(occ.blocks_per_sm, c)
-    u = n / (hw.sms * c)
-    need = hw.dram_bytes_per_s * hw.dram_latency_s
-    resident = n / occ.waves(n, hw)
-    e_mem = min(1.0, resident * inflight / need) if need > 0 else 1.0
+    u, e_mem = _spread(n, occ.blocks_per_sm, inflight, hw)
+    r = min(occ.blocks_per_sm, math.ceil(n / hw.sms))
     e_comp = min(1.0, r * occ.resources.warps / SCHEDULERS_PER_SM)
     return u, e_mem, e_comp
+
+
+def _spread(n: int, blocks_per_sm: int, inflight: int, hw: Hardware) -> tuple[float, float]:
+    """(u, e_mem) of ``n`` blocks, ``blocks_per_sm`` resident per SM, each with ``inflight`` bytes loading."""
+    u = n / (hw.sms * math.ceil(n / hw.sms))
+    need = hw.dram_bytes_per_s * hw.dram_latency_s
+    resident = n / math.ceil(n / (hw.sms * blocks_per_sm))  # blocks / waves
+    return u, min(1.0, resident * inflight / need) if need > 0 else 1.0
 
 
 def _customized_cost(index: int, bg: BlockGraph, inputs: Sequence[int] | None, hw: Hardware, use_occupancy: bool,
@@ -334,14 +338,11 @@ def customized_floor(bg: BlockGraph, inputs: Sequence[int] | None = None, hardwa
     fixes ``u``, and the loaders fix the bytes in flight, so the best latency hiding any extension can reach is
     that of the most blocks per SM the architecture allows (more shared memory or registers only lowers it);
     compute efficiency is at most 1. With those, the roofline of ``bg``'s own traffic plus the launch is at most
-    the cost of the completed kernel (``tests/search/test_bound.py`` checks it on every verified μGraph)."""
+    the cost of the completed kernel (``tests/optimize/test_cost_floor.py`` checks it on every prefix of every
+    benchmark, search-best and reference kernel)."""
     hw = get_hardware(hardware)
     k = _customized_kernel(bg, inputs, hw.l2_bytes, hw.pipeline_depth)
-    n = bg.num_blocks
-    u = n / (hw.sms * math.ceil(n / hw.sms))
-    need = hw.dram_bytes_per_s * hw.dram_latency_s
-    resident = n / math.ceil(n / (hw.sms * hw.max_blocks_per_sm))
-    e_mem = min(1.0, resident * k.inflight / need) if need > 0 else 1.0
+    u, e_mem = _spread(bg.num_blocks, hw.max_blocks_per_sm, k.inflight, hw)
     return max(_memory_s(k.total, hw, e_mem, u), _compute_s(k.total, hw, u)) + hw.launch_s
 
 
