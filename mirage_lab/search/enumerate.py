@@ -212,9 +212,8 @@ class Enumerator:
     def _expand(self, parent: str | None, decision: Decision | None) -> str:
         node = f"{self.ids}{self._counter}"
         self._counter += 1
-        self.out.events.append({"e": "expand", "id": node, "parent": parent, "d": decision,
-                                "level": "block" if self.block is not None or (decision or [""])[0] == "c"
-                                else "kernel"})
+        self.out.events.expanded(node, parent, decision, "block" if self.block is not None
+                                 or (decision or [""])[0] == "c" else "kernel")
         if self.state_cap is not None and self.out.states > self.state_cap:
             raise StopSearch("state limit")
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -230,9 +229,7 @@ class Enumerator:
 
     def _count(self, parent: str, counts: dict[str, int]) -> None:
         """Cheap rejections (order, shape, phase, smem, index) are counted per state, not listed one by one."""
-        for why, n in counts.items():
-            if n:
-                self._prune(parent, why, n=n)
+        self.out.events.counted(parent, counts)
 
     def _child(self, parent: str, decision: Decision) -> None:
         self.path.append(decision)
@@ -621,8 +618,7 @@ class Enumerator:
         return exprs, bad
 
     def _oracle_prune(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, bad: Any) -> None:
-        log = self.out.events
-        log.pruned_by_oracle(node, [level, info.name, list(idx), info.attrs] if log.recording else None, *bad)
+        self.out.events.pruned_by_oracle(node, (level, info, idx), _oracle_decision, *bad)
 
     def _nf_of(self, e: Term) -> Any:
         return self.oracle.normal_form(e)
@@ -700,6 +696,12 @@ class Enumerator:
         else:
             raise ValueError(f"task prefixes hold kernel decisions and one customized root, not {d!r}")
         self.path.append(d)
+
+
+def _oracle_decision(what: tuple[str, _OpInfo, tuple[int, ...]]) -> Decision:
+    """The decision an oracle prune names, from the (level, op, operands) key the enumerator logs it under."""
+    level, info, idx = what
+    return [level, info.name, list(idx), info.attrs]
 
 
 def _phase_ok(tuples: list[tuple[int, ...]], posts: list[bool], info: _OpInfo) -> list[tuple[int, ...]]:

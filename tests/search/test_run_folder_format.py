@@ -173,3 +173,28 @@ def test_a_member_that_expands_too_far_is_refused(tmp_path: Path, monkeypatch: p
     (run / "tasks" / "0.json.gz").write_bytes(compress(json.dumps({"pad": " " * 50_000})))
     with pytest.raises(FormatError, match=r"expands beyond.*delete it"):
         RunFolder(run).task(0)
+
+
+def test_a_tasks_packed_lines_are_the_encoding_of_its_events() -> None:
+    """A task's log writes its hot events (expand, counted and oracle prunes) as lines without building dicts;
+    they must be, byte for byte, what ``event_line`` makes of the events an in-memory log keeps."""
+    from mirage_lab.ir.io import graph_to_dict
+    from mirage_lab.search.config import preset
+    from mirage_lab.search.enumerate import Enumerator
+    from mirage_lab.search.events import EventLog, event_line
+    from mirage_lab.search.task import task_context
+    from tests.search.test_search import SMALL, small_rmsnorm
+
+    prog, config, oracle, verifier = task_context(graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict())
+    front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
+    for parent, prefix in front.tasks:  # the first task with a hundred events
+        kept, packed = EventLog(), EventLog(keep=False, packed=True, flush_every=20)
+        for log in (kept, packed):
+            Enumerator(prog, config, oracle, verifier, ids="7.", log=log).run(prefix, parent)
+        if len(kept.events) > 100:
+            break
+    kinds = {(e["e"], e.get("why"), "n" in e) for e in kept.events}
+    assert {("expand", None, False), ("prune", "oracle", False), ("prune", "order", True)} <= kinds
+    assert len(kept.events) > 100 and len(packed.members) > 1  # (flushed on the way)
+    assert gzip.decompress(packed.packed_events()).decode() == "".join(event_line(e) + "\n" for e in kept.events)
+    assert packed.summary() == kept.summary()
