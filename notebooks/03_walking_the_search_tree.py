@@ -106,7 +106,8 @@ assert total["expand"] == res.report.states
 # %% [markdown]
 # Most branches die on structural rules before any algebra is needed: `shape` (an op's shape rule fails),
 # `phase` (mixing loop-phase and post-loop tensors), `order` (a canonical order forbids the same graph being
-# built twice in different orders), `smem` (the block graph would exceed 96 KiB of shared memory). The
+# built twice in different orders), `twin` (`mul(b, a)` where `mul(a, b)` is already walked: the same
+# function), `smem` (the block graph would exceed 96 KiB of shared memory). The
 # **oracle** prunes are the interesting ones: the partial graph is well formed, but what it computes can
 # never be part of `rms_norm(X) @ W`.
 #

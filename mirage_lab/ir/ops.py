@@ -144,6 +144,8 @@ class OpSpec:
     smem_counted: bool = True
     # dim-indexed ops (reductions, concat) add the dim to the base code
     code_adds_dim: bool = False
+    # op(a, b) = op(b, a) exactly (in floats and in the field), with the same shape rule and cost either way
+    commutative: bool = False
     doc: str = ""
 
     @property
@@ -480,7 +482,7 @@ _ROWS: list[OpSpec] = [
     _row(Op.CLAMP, Kind.UNARY, {K: 1151, B: 2151}, 1, shape_same, evaluate=eval_clamp,
          attrs=("min", "max"), smem_counted=False, abstract=abs_clamp),
     *[_row(op, Kind.BINARY, {K: k, B: b}, 2, shape_broadcast, evaluate=_binary(op.value),
-           abstract=_abs_binary(op.value)) for op, k, b in _BINARY],
+           abstract=_abs_binary(op.value), commutative=op in (Op.ADD, Op.MUL)) for op, k, b in _BINARY],
     _row(Op.SUB, Kind.BINARY, {B: 2203}, 2, shape_broadcast, evaluate=_binary("sub"),
          abstract=_abs_binary("add"), doc="abstract: add (signs are constants, and constants are invisible)"),
     _row(Op.REDUCTION, Kind.REDUCTION, {K: 1300, B: 2301}, 1, shape_reduction, evaluate=eval_reduction,

@@ -4,7 +4,8 @@ It round-trips to JSON, and its hash with the input program's canonical hash nam
 folder (the cache). Presets: ``reference`` reproduces the reference implementation's defaults
 and reachability heuristics exactly; ``default`` is ours (the same reachability, plus budgets,
 deduplication of results, an abstract-expression pre-check before verification, the
-final-kernel checks and the index checks of ``tiling`` — see docs/decisions.md); ``mlp``,
+final-kernel checks, the index checks of ``tiling`` and ``skip_commuted_twins`` — see
+docs/decisions.md); ``mlp``,
 ``attention`` and ``lora`` add what the reference's presets add, and our ``attention`` also
 normalises imaps and tries the transposed 3-D grid, both 3-D grids first (reaching batch-1
 split-KV graphs); ``attention`` and ``lora``, whose spaces are the large ones, also bound by the proxy cost
@@ -86,6 +87,9 @@ class SearchConfig:
     # branch and bound: cut states whose kernels so far cost more than the cheapest verified μGraph (proxy cost,
     # search/bound.py); keeps the best μGraph and its ties, drops costlier ones from the ranking's tail
     cost_bound: bool = False
+    # where a commutative op's operands (i, j) and (j, i) are both open in a state, walk only (i, j): its subtree
+    # holds every μGraph of the other's with the operands swapped (the same function and cost; docs/decisions.md)
+    skip_commuted_twins: bool = True
     smem_budget: int = 96 * 1024
     # ---- pruning and verification
     pruning: bool = True
@@ -183,7 +187,8 @@ def _rules() -> dict[str, Rule]:
         "max_blocks", "smem_budget", "trials")}
     rules |= {name: Bool() for name in (
         "attention_3d_first", "attention", "lora", "normalise_imaps", "randomized_branches", "dedupe_kernel_states",
-        "final_kernel_checks", "index_checks", "cost_bound", "pruning", "expression_precheck")}
+        "final_kernel_checks", "index_checks", "cost_bound", "skip_commuted_twins", "pruning",
+        "expression_precheck")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "max_customized": count, "seed": count, "notes": Text(),
         "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True),
@@ -222,7 +227,7 @@ def _presets() -> dict[str, SearchConfig]:
     for name, c in ours.items():
         ref = "reference" if name == "default" else f"reference_{name}"
         out[ref] = dataclasses.replace(c, preset=ref, expression_precheck=False, final_kernel_checks=False,
-                                       index_checks=False, cost_bound=False,
+                                       index_checks=False, cost_bound=False, skip_commuted_twins=False,
                                        dedupe_kernel_states=False, normalise_imaps=False,
                                        attention_grids_yz=SearchConfig.attention_grids_yz,
                                        attention_3d_first=False)

@@ -243,9 +243,14 @@ class Enumerator:
             return
         if self.k_ops >= self.cfg.max_kernel_ops or self._beyond_bound(node):
             return
-        counts = {"order": 0, "shape": 0}
+        counts = {"order": 0, "shape": 0, "twin": 0}
         for info in self.kernel_ops:
+            twins = info.commutative and self.cfg.skip_commuted_twins
+            walked: set[tuple[int, ...]] = set()  # (``_untwinned``, at kernel level: (i, j) comes before (j, i))
             for idx in self._after(self.k_last, info, len(self.kt), counts):
+                if twins and idx[::-1] in walked:
+                    counts["twin"] += 1
+                    continue
                 ins = [self.kt[i] for i in idx]
                 dims = self._shape(info, ins, Level.KERNEL)
                 if dims is None:
@@ -255,6 +260,7 @@ class Enumerator:
                 if exprs is None:
                     continue
                 decision: Decision = ["k", info.name, list(idx), info.attrs]
+                walked.add(idx)
                 undo = self._push_kernel(idx, (idx, info.code),
                                          [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
                 self._child(node, decision)
@@ -375,14 +381,31 @@ class Enumerator:
         if self._cannot_close(b):
             self._prune(node, "cap", reason="the op cap leaves too few ops to consume every loop-phase tensor")
             return
-        counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0, "index": 0}
+        counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0, "index": 0, "twin": 0}
         viable = self._viable(node, b, counts)
+        walked = [self._untwinned(info, entries, counts) for info, entries in zip(self.block_ops, viable, strict=True)]
         self._count(node, counts)
-        b.viable.append((len(b.tensors), viable))
-        for info, entries in zip(self.block_ops, viable, strict=True):
+        b.viable.append((len(b.tensors), viable))  # (children inherit the twins too: ``_untwinned`` is per state)
+        for info, entries in zip(self.block_ops, walked, strict=True):
             for entry in entries:
                 self._block_op(node, b, info, entry)
         b.viable.pop()
+
+    def _untwinned(self, info: _OpInfo, entries: list[_Entry], counts: dict[str, int]) -> list[_Entry]:
+        """``skip_commuted_twins``: of a commutative op's operand pairs (i, j) and (j, i), i < j, both open in this
+        state, only (i, j) is walked.
+
+        Sound: the two children hold equal tensors (equal functions, dims, parts and normal forms, so every
+        later check agrees), and (i, j)'s key is the smaller, so the canonical order lets at least as much follow
+        it. By induction its subtree holds, for every μGraph below (j, i), the same μGraph with the operands
+        swapped: the same function and proxy cost. Only the state's own children are skipped: its descendants
+        inherit (j, i), since there (i, j) may be closed by the order while (j, i) is still open."""
+        if not (info.commutative and self.cfg.skip_commuted_twins):
+            return entries
+        open_ = {e[0] for e in entries}
+        kept = [e for e in entries if e[0][0] <= e[0][1] or (e[0][1], e[0][0]) not in open_]
+        counts["twin"] += len(entries) - len(kept)
+        return kept
 
     def _viable(self, node: str, b: Block, counts: dict[str, int]) -> list[list[_Entry]]:
         """Per block op, the operand tuples that pass every check here, in canonical order.
@@ -732,13 +755,14 @@ def _entry_index(e: _Entry) -> tuple[int, ...]:
 class _OpInfo:
     """What the hot loops need of an op, looked up once."""
 
-    __slots__ = ("accum", "arity", "attrs", "code", "name", "op", "shape", "smem_counted")
+    __slots__ = ("accum", "arity", "attrs", "code", "commutative", "name", "op", "shape", "smem_counted")
 
     def __init__(self, op: Op, level: Level, attrs: dict[str, Any] | None = None,
                  clamp: tuple[float, float] = (0.0, 6.0)) -> None:
         spec = op.spec
         self.op, self.name, self.arity, self.code = op, op.value, spec.arity, spec.code(level)
         self.shape, self.smem_counted, self.accum = spec.shape, spec.smem_counted, spec.kind is Kind.ACCUM
+        self.commutative = spec.commutative and spec.arity == 2
         self.attrs = attrs if attrs is not None else (
             {"min": float(clamp[0]), "max": float(clamp[1])} if op is Op.CLAMP else {})
 

@@ -5,10 +5,11 @@ to it from its parent, so any node can be rebuilt by replaying the decisions on 
 (``path_to``, then ``replay``). Children that die are ``prune`` events with a reason —
 ``oracle`` (with the verdict's reason and rules), ``order``, ``shape``, ``phase``, ``smem``,
 ``cap``, ``goal`` (the last kernel op the cap allows cannot produce the program's outputs),
-``duplicate`` or ``bound`` (``cost_bound``: the kernels so far already cost more than a verified μGraph;
-the state's whole subtree is cut) — and complete graphs are ``candidate`` events whose outcome is
-``precheck`` (their outputs' expressions differ from the targets'), ``rejected`` or
-``verified``. Events are plain dicts with short keys so that ``events.jsonl`` stays small.
+``duplicate``, ``bound`` (``cost_bound``: the kernels so far already cost more than a verified μGraph;
+the state's whole subtree is cut) or ``twin`` (``skip_commuted_twins``: a commutative ``op(j, i)`` where
+``op(i, j)`` is walked) — and complete graphs are ``candidate`` events whose outcome is ``precheck``
+(their outputs' expressions differ from the targets'), ``rejected`` or ``verified``. Events are plain
+dicts with short keys so that ``events.jsonl`` stays small.
 
 Decisions (JSON lists):
 
@@ -42,7 +43,7 @@ event_line = json.JSONEncoder(separators=(",", ":")).encode
 #: encoded oracle-prune lines kept for reuse (a heavy GQA task meets about 10 000 distinct ones)
 TAIL_CACHE = 1 << 17
 
-PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound")
+PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound", "twin")
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
 
 

@@ -43,13 +43,15 @@ def test_hash_ignores_notes_only() -> None:
 
 def test_reference_twins_switch_off_only_our_additions() -> None:
     ours_only = {"preset", "expression_precheck", "final_kernel_checks", "dedupe_kernel_states",
-                 "normalise_imaps", "attention_grids_yz", "attention_3d_first", "index_checks", "cost_bound"}
+                 "normalise_imaps", "attention_grids_yz", "attention_3d_first", "index_checks", "cost_bound",
+                 "skip_commuted_twins"}
     for name in ("default", "mlp", "attention", "lora"):
         ours = preset(name)
         twin = preset("reference" if name == "default" else f"reference_{name}")
         differ = {f.name for f in dataclasses.fields(SearchConfig) if getattr(ours, f.name) != getattr(twin, f.name)}
         assert differ <= ours_only, name
-        assert not (twin.expression_precheck or twin.final_kernel_checks or twin.normalise_imaps or twin.cost_bound)
+        assert not (twin.expression_precheck or twin.final_kernel_checks or twin.normalise_imaps or twin.cost_bound
+                    or twin.skip_commuted_twins)
         assert twin.attention_grids_yz == ((16, 4),)
     assert "reference_attention" in repr(preset("reference_attention"))
     assert "attention_grids_yz" not in repr(preset("attention"))  # a repr shows only the overrides
