@@ -17,9 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
-from mirage_lab.errors import ResourceError
+from mirage_lab.cache import private_dir
+from mirage_lab.errors import CacheError, ResourceError
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.ops import Op
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no turns
+    fcntl = None  # type: ignore[assignment]
+
+
+#: the lock file (in the private cache's ``locks``) that large allocations take turns on
+LARGE_ALLOCATIONS = "large-allocations.lock"
 
 
 def available_bytes() -> int | None:
@@ -64,6 +74,28 @@ def require_memory(g: KernelGraph, element_bytes: int, what: str) -> None:
         raise ResourceError(f"{what} needs at least {_size(need)} of memory (the inputs and the largest tensor, "
                             f"{element_bytes} bytes an element) but {_size(have)} is available; use smaller "
                             "shapes (a smaller batch), or a machine with more memory")
+
+
+@contextlib.contextmanager
+def large_allocation_turn(need: int) -> Iterator[None]:
+    """Work needing more than half the memory available now waits for its turn: one such at a time per user and
+    machine (an exclusive ``flock`` on a file in the private cache), so that two search workers never both start
+    a verification that fits this machine only alone. Smaller work, and work where memory or ``flock`` cannot be
+    seen, runs at once. The kernel drops the lock when its holder dies."""
+    have = available_bytes()
+    if fcntl is None or have is None or 2 * need <= have:
+        yield
+        return
+    try:
+        fd = os.open(private_dir("locks") / LARGE_ALLOCATIONS, os.O_RDWR | os.O_CREAT, 0o600)
+    except (CacheError, OSError):  # no private place for the lock: run unserialised rather than not at all
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (which unlocks)
 
 
 @contextlib.contextmanager

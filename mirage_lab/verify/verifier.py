@@ -31,7 +31,13 @@ from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.semantics.arith import FloatArith
 from mirage_lab.semantics.centered_field import verification_arith
 from mirage_lab.semantics.field import DEFAULT_FIELD, REFERENCE_FIELD, FieldSpec, FieldValue
-from mirage_lab.semantics.footprint import available_bytes, memory_guard, require_memory
+from mirage_lab.semantics.footprint import (
+    available_bytes,
+    large_allocation_turn,
+    memory_guard,
+    peak_elements,
+    require_memory,
+)
 from mirage_lab.semantics.interpret import run_kernel_graph
 from mirage_lab.semantics.liveness import live_inputs
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
@@ -142,10 +148,15 @@ class Verifier:
             raise InputError("the candidate's inputs differ from the reference's: "
                              f"{[str(t) for t in cand.input_types]} vs {[str(t) for t in self.reference.input_types]}; "
                              "both graphs must take the same tensors in the same order")
-        if self.ns.xp is np:  # (the reference was checked once, when the verifier was made)
+        if self.ns.xp is not np:
+            with memory_guard("verifying over the finite field"):
+                return self._check(cand)
+        # (the reference was checked once, when the verifier was made); a candidate needing over half the free
+        # memory waits until no other such verification runs (another search worker's, say), then is checked
+        with large_allocation_turn(peak_elements(cand) * self.ns.element_bytes):
             require_memory(cand, self.ns.element_bytes, "verifying over the finite field")
-        with memory_guard("verifying over the finite field"):
-            return self._check(cand)
+            with memory_guard("verifying over the finite field"):
+                return self._check(cand)
 
     def _check(self, cand: KernelGraph) -> VerificationResult:
         start = time.perf_counter()

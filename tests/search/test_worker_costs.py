@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,3 +49,34 @@ def test_tasks_go_out_fused_first_and_results_stay_in_task_order() -> None:
     res = search(executor="serial")
     found = [c.found_s for c in res.candidates]
     assert found and min(found) < res.report.seconds["wall"] / 2  # the fused roots, hence the finds, come early
+
+
+def test_a_large_verification_waits_its_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work needing over half the free memory takes turns (two search workers once both started a GQA b8
+    verification that fits only alone, and the search died with a ResourceError); smaller work never waits."""
+    import fcntl
+    import os
+    import threading
+
+    from mirage_lab.semantics import footprint
+
+    monkeypatch.setenv("MIRAGE_LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(footprint, "available_bytes", lambda: 100)
+    ran: list[int] = []
+
+    def verify(need: int) -> None:
+        with footprint.large_allocation_turn(need):
+            ran.append(need)
+
+    held = os.open(footprint.private_dir("locks") / footprint.LARGE_ALLOCATIONS, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another worker's large verification
+    try:
+        verify(50)  # half the free memory or less: at once
+        large = threading.Thread(target=verify, args=(51,))
+        large.start()
+        large.join(0.5)
+        assert ran == [50] and large.is_alive()  # waiting for the other to finish
+    finally:
+        os.close(held)
+    large.join(5)
+    assert ran == [50, 51]
