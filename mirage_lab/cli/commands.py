@@ -8,7 +8,9 @@ Each command takes graphs as text (``sources.py``: a benchmark name, ``fused:NAM
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -43,18 +45,38 @@ def config_for(source: Source, preset_name: str | None, settings: list[str]) -> 
     return SearchConfig.from_settings(base, changes) if changes else base
 
 
-def executor_for(spec: str) -> Any:
-    """"process", "serial", or "dask:ADDRESS" (a running Dask scheduler, e.g. dask:tcp://10.0.0.5:8786)."""
+#: seconds ``--executor dask:ADDRESS`` waits for the scheduler to answer
+DASK_CONNECT_S = 10
+
+
+@contextlib.contextmanager
+def executor_for(spec: str) -> Iterator[Any]:
+    """"process", "serial", or "dask:ADDRESS" (a running Dask scheduler, e.g. dask:tcp://10.0.0.5:8786): a Dask
+    client is connected for the block, says where its dashboard is, and is closed after it."""
     if not spec.startswith("dask:"):
         if spec not in ("process", "serial"):
             raise InputError(f"--executor {spec!r}: expected process, serial or dask:ADDRESS (e.g. "
                              "dask:tcp://10.0.0.5:8786)")
-        return spec
+        yield spec
+        return
     try:
         from dask.distributed import Client
     except ImportError:
         raise InputError("--executor dask:… needs dask.distributed: pip install -e '.[dist]'") from None
-    return Client(spec.removeprefix("dask:")).get_executor()
+    address = spec.removeprefix("dask:")
+    try:
+        client = Client(address, timeout=DASK_CONNECT_S)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise InputError(f"--executor {spec}: no Dask scheduler answered at {address!r} within {DASK_CONNECT_S} s "
+                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'}); start one "
+                         f"(dask scheduler, then dask worker ADDRESS on each machine) or check the address") from None
+    try:
+        workers = len(client.scheduler_info().get("workers", {}))
+        print(f"Dask scheduler {address}: {workers} worker{'s' if workers != 1 else ''}; dashboard "
+              f"{client.dashboard_link}", file=sys.stderr, flush=True)
+        yield client.get_executor()
+    finally:
+        client.close()
 
 
 def search(args: argparse.Namespace) -> int:
@@ -69,8 +91,8 @@ def search(args: argparse.Namespace) -> int:
     if args.time_limit is not None:
         config = config.replace(time_limit_s=args.time_limit)
     print(f"superoptimizing {source.label} with {config!r}", flush=True)
-    res = superoptimize(source.graph, config, executor=executor_for(args.executor), run_dir=args.runs,
-                        progress=not args.quiet)
+    with executor_for(args.executor) as executor:
+        res = superoptimize(source.graph, config, executor=executor, run_dir=args.runs, progress=not args.quiet)
     print(f"\n{res}\n")
     if res.report.stop_reason != "complete" and res.run_dir is not None:
         print(f"the search stopped early ({res.report.stop_reason}); its finished tasks are kept in {res.run_dir}: "

@@ -156,3 +156,29 @@ def test_a_cut_search_says_how_to_resume(tmp_path: Path, capsys: pytest.CaptureF
     assert main(args) == 0  # resumed without a limit: it completes from the same folder
     assert "resume" not in capsys.readouterr().err
     assert len(list((tmp_path / "runs").iterdir())) == 1
+
+
+def test_a_dask_scheduler_is_used_named_and_let_go(searched: tuple[Path, Path], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--executor dask:ADDRESS: the search runs on the scheduler's workers, the dashboard is named, and the
+    client is closed afterwards (the scheduler then holds no client of ours)."""
+    distributed = pytest.importorskip("distributed")
+    prog, _ = searched
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster:
+        assert main(["search", str(prog), *SETTINGS, "--executor", f"dask:{cluster.scheduler_address}",
+                     "--runs", str(tmp_path / "runs"), "--quiet"]) == 0
+        assert "dashboard http" in capsys.readouterr().err
+        assert not [c for c in cluster.scheduler.clients if c != "fire-and-forget"]
+
+
+def test_an_unreachable_scheduler_is_one_clear_line(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("distributed")
+    from mirage_lab.cli import commands
+
+    monkeypatch.setattr(commands, "DASK_CONNECT_S", 1)
+    assert main(["search", "rmsnorm", "--executor", "dask:tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mirage-lab: error: ") and "no Dask scheduler answered at 'tcp://127.0.0.1:9'" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
