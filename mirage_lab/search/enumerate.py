@@ -228,7 +228,7 @@ class Enumerator:
         self.out.events.append(ev)
 
     def _count(self, parent: str, counts: dict[str, int]) -> None:
-        """Cheap rejections (order, shape, phase, smem, index) are counted per state, not listed one by one."""
+        """Cheap rejections (order, shape, phase, smem, index, twin) are counted per state, not listed one by one."""
         self.out.events.counted(parent, counts)
 
     def _child(self, parent: str, decision: Decision) -> None:

@@ -40,7 +40,7 @@ Decision = list[Any]
 #: an event as one compact JSON line (one encoder for all: json.dumps would build one per event)
 event_line = json.JSONEncoder(separators=(",", ":")).encode
 
-#: encoded oracle-prune lines kept for reuse (a heavy GQA task meets about 10 000 distinct ones)
+#: encoded oracle-prune lines a packed log keeps for reuse (cleared when full, so memory stays bounded)
 TAIL_CACHE = 1 << 17
 
 PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound", "twin")
@@ -125,7 +125,8 @@ class EventLog:
         self._maybe_flush()
 
     def counted(self, parent: str, counts: dict[str, int]) -> None:
-        """The cheap rejections of one state (order, shape, phase, smem, index), one ``n`` prune event per reason."""
+        """The cheap rejections of one state (order, shape, phase, smem, index, twin), one ``n`` prune event per
+        reason."""
         pruned = self.counts["pruned"]
         for why, n in counts.items():
             if not n:
