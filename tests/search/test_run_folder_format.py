@@ -13,14 +13,18 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.errors import FormatError
+from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.jsonl import MemberFile, compress, members, read_lines
 from mirage_lab.runs import EVENTS, MANIFEST, OLD_EVENTS, RunFolder, events_file, sha256_file
-from mirage_lab.search.events import read_events
+from mirage_lab.search.config import preset
+from mirage_lab.search.enumerate import Enumerator
+from mirage_lab.search.events import EventLog, event_line, read_events
 from mirage_lab.search.load import load_run
+from mirage_lab.search.task import task_context
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.widgets.event_index import EventIndex
 from mirage_lab.widgets.explorer_state import ExplorerState
-from tests.search.test_search import search
+from tests.search.test_search import SMALL, search, small_rmsnorm
 
 
 def read_events_bytes(data: bytes) -> list[dict[str, object]]:
@@ -178,13 +182,6 @@ def test_a_member_that_expands_too_far_is_refused(tmp_path: Path, monkeypatch: p
 def test_a_tasks_packed_lines_are_the_encoding_of_its_events() -> None:
     """A task's log writes its hot events (expand, counted and oracle prunes) as lines without building dicts;
     they must be, byte for byte, what ``event_line`` makes of the events an in-memory log keeps."""
-    from mirage_lab.ir.io import graph_to_dict
-    from mirage_lab.search.config import preset
-    from mirage_lab.search.enumerate import Enumerator
-    from mirage_lab.search.events import EventLog, event_line
-    from mirage_lab.search.task import task_context
-    from tests.search.test_search import SMALL, small_rmsnorm
-
     prog, config, oracle, verifier = task_context(graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict())
     front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
     for parent, prefix in front.tasks:  # the first task with a hundred events
