@@ -120,16 +120,15 @@ pd.DataFrame(st.tree_rows(limit=12))[["index", "depth", "label", "text"]]
 # ## 4 · Why branches died: the oracle's explanations
 #
 # Each oracle prune names the **abstract expression** of the tensor the decision would create, and the run
-# folder keeps the oracle's verdict for each such expression. Group them: which expressions were rejected
-# most often, and why.
+# folder keeps the oracle's verdict for each such expression, with how many prunes named it. Group them:
+# which expressions were rejected most often, and why.
 
 # %%
-oracle_events = np.flatnonzero(st.index.labels == st.index.codes(["pruned:oracle"])[0])
-exprs = pd.Series([st.index.event(int(i))["expr"] for i in oracle_events]).value_counts()
 verdicts = st.verdicts
-why = pd.DataFrame({"expression": exprs.index, "prunes": exprs.values,
-                    "oracle says": [verdicts.get(e, {}).get("reason", "") for e in exprs.index],
-                    "rules": [", ".join(verdicts.get(e, {}).get("rules") or []) for e in exprs.index]})
+why = pd.DataFrame([{"expression": e, "prunes": v.get("n", 0), "oracle says": v["reason"],
+                     "rules": ", ".join(v.get("rules") or [])} for e, v in verdicts.items()])
+why = why.sort_values("prunes", ascending=False, ignore_index=True)
+assert why["prunes"].sum() == res.report.pruned["oracle"]
 with pd.option_context("display.max_colwidth", 120):
     display(why.head(10))
 
@@ -142,22 +141,28 @@ with pd.option_context("display.max_colwidth", 120):
 # axioms of SPEC §5.4 the oracle's subexpression check used.
 
 # %%
-reason = {e: verdicts[e]["reason"] for e in exprs.index}
+reason = {e: v["reason"] for e, v in verdicts.items()}
 assert "no target combines v0 / v0" in reason["div(v0, v0)"]
 assert any(e.startswith("rms(") and "occurs in no target" in r for e, r in reason.items())
 assert "no target applies" in reason["exp(·)"]
-#
-# `explain` gives the same for any single event, with the decision that was tried:
+
+# %% [markdown]
+# A state's oracle prunes are written as **one counted event** (in a large attention search they would be over
+# a million lines otherwise). `oracle_prunes` lists the children such an event stands for: the explorer works
+# them out again from the state's decisions, with the search's own checks. `explain` gives the first of them
+# and a line for each.
 
 # %%
-first_oracle = st.jump("pruned:oracle")
-assert first_oracle is not None
-st.explain()
+oracle_events = np.flatnonzero(st.index.labels == st.index.codes(["pruned:oracle"])[0])
+counted = [int(i) for i in oracle_events if "n" in st.index.event(int(i))]
+deepest = max(counted, key=lambda i: len(st.index.ancestors(i)))  # a nearly finished block graph
+listed = st.oracle_prunes(deepest)
+assert len(listed) == st.index.event(deepest)["n"]
+with pd.option_context("display.max_colwidth", 100):
+    display(listed.head(8))
 
 # %%
-# the deepest oracle prune: a nearly finished block graph that still could not be completed
-deepest = max(oracle_events, key=lambda i: len(st.index.ancestors(int(i))))
-deep = st.explain(int(deepest))
+deep = st.explain(deepest)
 assert deep["verdict"] == "pruned:oracle" and deep["oracle"]
 pd.Series(deep, dtype=object).to_frame("deepest oracle prune")
 

@@ -21,6 +21,7 @@ from mirage_lab.absexpr.of_graph import block_expressions, graph_expressions
 from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.runs import EVENTS, RunFolder, events_file
+from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.replay import PartialGraph, partial_graph
 from mirage_lab.widgets.event_index import GROUPS, LABELS, EventIndex
 
@@ -111,7 +112,7 @@ class ExplorerState:
 
     @functools.cached_property
     def oracle(self) -> Oracle:
-        return Oracle.for_program(self.program)
+        return Oracle.for_program(self.program, engine=self.config.oracle_engine)
 
     # ---- the cursor
     @property
@@ -201,7 +202,7 @@ class ExplorerState:
         if label == "expand":
             out.update(self._expand_info(i))
         elif label.startswith("pruned:"):
-            out.update(self._prune_info(ev))
+            out.update(self._prune_info(ev, i))
         else:
             out.update(self._candidate_info(ev))
         return out
@@ -226,11 +227,39 @@ class ExplorerState:
         produced = [t for n in pg.kernel.compute_nodes for t in n.outputs]
         return kernel.kernel[produced[-1]] if produced else None
 
-    def _prune_info(self, ev: dict[str, Any]) -> dict[str, Any]:
+    def oracle_prunes(self, i: int | None = None) -> pd.DataFrame:
+        """The children an oracle-prune event (the cursor's, or event ``i``) stands for: the decision tried, the
+        expression it would have made, and the oracle's reason. A search counts each state's oracle prunes in one
+        event; they are worked out again here, by the search's own checks, from the state's decisions (older run
+        folders list each prune as its own event)."""
+        i = self.event_index if i is None else i
+        ev = self.index.event(i)
+        if ev.get("e") != "prune" or ev.get("why") != "oracle":
+            raise InputError(f"event {i} is a {self.index.label(i)} event, not an oracle prune")
+        events = [ev] if "n" not in ev else self._recounted(int(self.index.parents[i]))
+        return pd.DataFrame([{"decision": decision_text(e.get("d")), "expression": e["expr"],
+                              "oracle": (self.verdicts.get(e["expr"]) or {}).get("reason", "")} for e in events],
+                            columns=["decision", "expression", "oracle"])
+
+    def _recounted(self, node: int) -> list[dict[str, Any]]:
+        return self._walker.oracle_prunes(self.decisions(node), self.index.event(node)["id"])
+
+    @functools.cached_property
+    def _walker(self) -> Enumerator:  # (one for the session: its memos make the next recount cheap)
+        return Enumerator(self.program, self.config, self.oracle, None, ids="explorer.")
+
+    def _prune_info(self, ev: dict[str, Any], i: int) -> dict[str, Any]:
         why = ev["why"]
         out: dict[str, Any] = {"reason": why}
         if ev.get("n", 1) > 1:
             out["rejections"] = ev["n"]
+        if why == "oracle" and "n" in ev:  # a state's oracle prunes, counted: the first, and each in a line
+            listed = self.oracle_prunes(i)
+            if len(listed):
+                ev = {**ev, "expr": listed["expression"].iloc[0]}
+                out["first rejected"] = listed["decision"].iloc[0]
+                out["children"] = [f"{d} → {e}" for d, e in zip(listed["decision"][:CHILD_ROWS],
+                                                                 listed["expression"][:CHILD_ROWS], strict=True)]
         if "expr" in ev:
             out["expression"] = ev["expr"]
             verdict = self.verdicts.get(ev["expr"], {})

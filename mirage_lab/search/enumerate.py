@@ -20,14 +20,14 @@ import bisect
 import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mirage_lab.absexpr.of_graph import op_expression
 from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.absexpr.terms import Term
-from mirage_lab.errors import ShapeError
+from mirage_lab.errors import FormatError, MirageError, ShapeError
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import KernelGraph, loader_tile, saver_dims
 from mirage_lab.ir.ops import Kind, Level, Op, ShapeContext
@@ -36,7 +36,7 @@ from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.bound import RANKING_HARDWARE, beyond, lower_bound, ranking_seconds
 from mirage_lab.search.config import SearchConfig
-from mirage_lab.search.events import Decision, Event, EventLog
+from mirage_lab.search.events import PRUNE_REASONS, Decision, Event, EventLog
 from mirage_lab.search.goal import foreign_function, function_heads
 from mirage_lab.search.replay import build_candidate
 from mirage_lab.search.tiling import Parts, loader_parts, op_parts
@@ -87,7 +87,7 @@ class Block:
     left: tuple[int, ...] = ()
     unreachable: str | None = None  # why the last kernel op can never produce the program's outputs
     # per open state on the current path: (tensor count, per block op its viable entries), see ``_viable``
-    viable: list[tuple[int, list[list[_Entry]]]] = field(default_factory=list)
+    viable: list[tuple[int, list[list[_Entry]] | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -121,7 +121,7 @@ class Outcome:
 class Enumerator:
     """One walk over one subtree. Not thread-safe; build one per task."""
 
-    def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier, *,
+    def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier | None, *,
                  ids: str, deadline: float | None = None, state_cap: int | None = None,
                  on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None,
                  log: EventLog | None = None, incumbent: float | None = None) -> None:
@@ -156,9 +156,13 @@ class Enumerator:
         self.seen_states: set[Any] = set()
         self._counter = 0
         self._blocks_opened = 0
-        # the state
+        self._start()
+
+    def _start(self) -> None:
+        """Put the walk's state at the root: the program's inputs only."""
         self.kt: list[T] = [T(t.dims, t.dtype, e, source=True)
-                            for t, e in zip(program.input_types, _input_terms(len(program.inputs)), strict=True)]
+                            for t, e in zip(self.program.input_types, _input_terms(len(self.program.inputs)),
+                                            strict=True)]
         self.k_ops = len(self.kt)
         self.k_last: Key | None = None
         self.n_custom = 0
@@ -228,7 +232,7 @@ class Enumerator:
         self.out.events.append(ev)
 
     def _count(self, parent: str, counts: dict[str, int]) -> None:
-        """Cheap rejections (order, shape, phase, smem, index, twin) are counted per state, not listed one by one."""
+        """A state's rejections (oracle, order, shape, phase, smem, index, twin) are counted, not listed one by one."""
         self.out.events.counted(parent, counts)
 
     def _child(self, parent: str, decision: Decision) -> None:
@@ -243,7 +247,21 @@ class Enumerator:
             return
         if self.k_ops >= self.cfg.max_kernel_ops or self._beyond_bound(node):
             return
-        counts = {"order": 0, "shape": 0, "twin": 0}
+        counts = {"oracle": 0, "order": 0, "shape": 0, "twin": 0}
+        for info, idx, ins, dims, exprs in self._kernel_children(node, counts):
+            decision: Decision = ["k", info.name, list(idx), info.attrs]
+            undo = self._push_kernel(idx, (idx, info.code),
+                                     [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
+            self._child(node, decision)
+            self._pop_kernel(undo)
+        if "customized" in self.cfg.kernel_ops and self.n_custom < self.cfg.max_customized:
+            self._customized(node, counts)
+        self._count(node, counts)
+
+    def _kernel_children(self, node: str, counts: dict[str, int]) -> Iterator[tuple[_OpInfo, tuple[int, ...], list[T],
+                                                                                   list[Dims], tuple[Term, ...]]]:
+        """The kernel ops that pass every check here, in order (each rejection counted); the caller walks each
+        before asking for the next, and restores the state in between."""
         for info in self.kernel_ops:
             twins = info.commutative and self.cfg.skip_commuted_twins
             walked: set[tuple[int, ...]] = set()  # (``_untwinned``, at kernel level: (i, j) comes before (j, i))
@@ -256,18 +274,10 @@ class Enumerator:
                 if dims is None:
                     counts["shape"] += 1
                     continue
-                exprs = self._expressions(node, "k", idx, info, ins, 1)
-                if exprs is None:
-                    continue
-                decision: Decision = ["k", info.name, list(idx), info.attrs]
-                walked.add(idx)
-                undo = self._push_kernel(idx, (idx, info.code),
-                                         [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
-                self._child(node, decision)
-                self._pop_kernel(undo)
-        if "customized" in self.cfg.kernel_ops and self.n_custom < self.cfg.max_customized:
-            self._customized(node, counts)
-        self._count(node, counts)
+                exprs = self._expressions(node, "k", idx, info, ins, 1, counts)
+                if exprs is not None:
+                    walked.add(idx)
+                    yield info, idx, ins, dims, exprs
 
     def _customized(self, node: str, counts: dict[str, int]) -> None:
         for idx in cands.customized_input_candidates(len(self.kt), self.cfg):
@@ -381,7 +391,7 @@ class Enumerator:
         if self._cannot_close(b):
             self._prune(node, "cap", reason="the op cap leaves too few ops to consume every loop-phase tensor")
             return
-        counts = {"order": 0, "phase": 0, "shape": 0, "smem": 0, "index": 0, "twin": 0}
+        counts = {"oracle": 0, "order": 0, "phase": 0, "shape": 0, "smem": 0, "index": 0, "twin": 0}
         viable = self._viable(node, b, counts)
         walked = [self._untwinned(info, entries, counts) for info, entries in zip(self.block_ops, viable, strict=True)]
         self._count(node, counts)
@@ -497,7 +507,7 @@ class Enumerator:
             judged = memo[3] = self._judgement(info, ins, b.frange)
         exprs, bad = judged
         if bad is not None:
-            self._oracle_prune(node, "b", idx, info, bad)
+            self._oracle_prune(node, "b", idx, info, bad, counts)
             return None
         return idx, dims, exprs, add, parts
 
@@ -508,10 +518,23 @@ class Enumerator:
 
     def _block_op(self, node: str, b: Block, info: _OpInfo, entry: _Entry) -> None:
         """Apply one viable op, explore below it, undo it."""
+        idx, dims, *_ = entry
+        decision: Decision = ["b", info.name, list(idx), info.attrs]
+        last = self._push_block_op(b, info, entry)
+        if self._fresh_state(node, decision):
+            self._child(node, decision)
+        b.n_ops -= 1
+        b.smem -= entry[3]
+        del b.tensors[len(b.tensors) - len(dims):]
+        b.last = last
+        for i in idx:
+            b.tensors[i].uses -= 1
+
+    def _push_block_op(self, b: Block, info: _OpInfo, entry: _Entry) -> Key | None:
+        """Add a viable op's outputs to the open block graph; returns the key it replaced (``_block_op`` undoes)."""
         idx, dims, exprs, add, parts = entry
         post = info.accum or b.tensors[idx[0]].post
         dtype = b.tensors[idx[0]].dtype
-        decision: Decision = ["b", info.name, list(idx), info.attrs]
         for i in idx:
             b.tensors[i].uses += 1
         last, b.last = b.last, (idx, info.code)
@@ -519,14 +542,7 @@ class Enumerator:
                          for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))
         b.smem += add
         b.n_ops += 1
-        if self._fresh_state(node, decision):
-            self._child(node, decision)
-        b.n_ops -= 1
-        b.smem -= add
-        del b.tensors[len(b.tensors) - len(dims):]
-        b.last = last
-        for i in idx:
-            b.tensors[i].uses -= 1
+        return last
 
     def _saves_an_output(self, omap: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:
         """Some program output's dims split evenly along ``omap`` (the tile a block would save)."""
@@ -537,8 +553,7 @@ class Enumerator:
         tiles = [b.tensors[i].dims for i in dangling]
         for omap in cands.omap_candidates(tiles, b.grid, self.cfg):
             decision: Decision = ["s", list(omap)]
-            outs = [T(saver_dims(b.tensors[i].dims, tuple(omap), b.grid), b.tensors[i].dtype, b.tensors[i].expr)
-                    for i in dangling]
+            outs = _saved(b, dangling, tuple(omap))
             if b.need is not None and not all((t.dims, t.dtype.value) in self.out_types for t in outs):
                 continue  # the last kernel op: a graph whose outputs have other dims is no candidate
             self.block = None
@@ -611,12 +626,12 @@ class Enumerator:
         return got  # type: ignore[return-value]
 
     def _expressions(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, ins: list[T],
-                     frange: int) -> tuple[Term, ...] | None:
-        """The outputs' abstract expressions, or None (and a prune event) when the oracle rejects one."""
+                     frange: int, counts: dict[str, int]) -> tuple[Term, ...] | None:
+        """The outputs' abstract expressions, or None (and an oracle prune) when the oracle rejects one."""
         exprs, bad = self._judgement(info, ins, frange)
         if bad is None:
             return exprs
-        self._oracle_prune(node, level, idx, info, bad)
+        self._oracle_prune(node, level, idx, info, bad, counts)
         return None
 
     def _judgement(self, info: _OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
@@ -640,8 +655,10 @@ class Enumerator:
             self.out.seconds["oracle"] += time.perf_counter() - t
         return exprs, bad
 
-    def _oracle_prune(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, bad: Any) -> None:
-        self.out.events.pruned_by_oracle(node, (level, info, idx), _oracle_decision, *bad)
+    def _oracle_prune(self, node: str, level: str, idx: tuple[int, ...], info: _OpInfo, bad: Any,
+                      counts: dict[str, int]) -> None:
+        expr, reason, rules = bad
+        self.out.events.pruned_by_oracle(node, (level, info, idx), _oracle_decision, expr, reason, rules, counts)
 
     def _nf_of(self, e: Term) -> Any:
         return self.oracle.normal_form(e)
@@ -681,6 +698,9 @@ class Enumerator:
         t = time.perf_counter()
         graph = build_candidate(self.program, self.path, dangling, smem_limit=self.cfg.smem_budget,
                                 reduction_dimx=self.cfg.reduction_dimx)
+        if self.verifier is None:
+            raise MirageError("this enumerator has no verifier; give one to walk a search (only oracle_prunes "
+                              "works without)")
         res = self.verifier.check(graph)
         self.out.seconds["verification"] += time.perf_counter() - t
         summary = {"reason": res.reason, "error_bound": res.error_bound, "heuristic": res.bound_is_heuristic,
@@ -703,6 +723,43 @@ class Enumerator:
         if self.on_candidate is not None:
             self.on_candidate(found)
         return True
+
+    # ------------------------------------------------------------------ one state's oracle prunes, on demand
+    def oracle_prunes(self, decisions: Sequence[Decision], node: str) -> list[Event]:
+        """The children the oracle rejected in the state that ``decisions`` lead to (node id ``node``), one event
+        each with its decision and expression, in the search's order: what a search log counts (``EventLog``),
+        worked out again by the same checks. For a state the search expanded and did not stop at (a verified or
+        capped one has no oracle prunes); each costs one replay of its path, and the checks' memos are kept for the
+        next call."""
+        self._start()
+        self.out = Outcome(events=EventLog(list_oracle=True))
+        for d in decisions:
+            self._replay_step(d)
+        counts = dict.fromkeys(PRUNE_REASONS, 0)
+        if self.block is not None:
+            self._viable(node, self.block, counts)
+        elif self.k_ops < self.cfg.max_kernel_ops:
+            for _ in self._kernel_children(node, counts):
+                pass
+        return [e for e in self.out.events.events if e["why"] == "oracle" and "d" in e]
+
+    def _replay_step(self, d: Decision) -> None:
+        """Apply one decision of a walked path to the lean state, as the walk did (``_apply``, block ops, saves)."""
+        b = self.block
+        if d[0] == "b" and b is not None:
+            info = next(i for i in self.block_ops if i.name == d[1] and i.attrs == d[3])
+            entry = self._check_block_op("", b, info, tuple(d[2]), dict.fromkeys(PRUNE_REASONS, 0))
+            if entry is None:
+                raise FormatError(f"decision {d!r} does not pass the search's checks in its state")
+            b.viable.append((len(b.tensors), None))  # the child's fresh tuples are those reading a new tensor
+            self._push_block_op(b, info, entry)
+        elif d[0] == "s" and b is not None:
+            self.block = None
+            self._push_kernel(b.inputs, b.key, _saved(b, [i for i, t in enumerate(b.tensors) if t.uses == 0],
+                                                      tuple(d[1])))
+            self.n_custom += 1
+        else:
+            self._apply(d)
 
     # ------------------------------------------------------------------ forced replay of a task prefix
     def _apply(self, d: Decision) -> None:
@@ -765,6 +822,11 @@ class _OpInfo:
         self.commutative = spec.commutative and spec.arity == 2
         self.attrs = attrs if attrs is not None else (
             {"min": float(clamp[0]), "max": float(clamp[1])} if op is Op.CLAMP else {})
+
+
+def _saved(b: Block, dangling: list[int], omap: tuple[int, ...]) -> list[T]:
+    """The kernel tensors a block graph's savers write with ``omap``."""
+    return [T(saver_dims(b.tensors[i].dims, omap, b.grid), b.tensors[i].dtype, b.tensors[i].expr) for i in dangling]
 
 
 def _variables(t: Term) -> frozenset[int]:

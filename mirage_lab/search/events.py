@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,9 +39,6 @@ Decision = list[Any]
 
 #: an event as one compact JSON line (one encoder for all: json.dumps would build one per event)
 event_line = json.JSONEncoder(separators=(",", ":")).encode
-
-#: encoded oracle-prune lines a packed log keeps for reuse (cleared when full, so memory stays bounded)
-TAIL_CACHE = 1 << 17
 
 PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound", "twin")
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
@@ -62,6 +59,16 @@ def path_to(events: Sequence[Event], node: str) -> list[Decision]:
     return out[::-1]
 
 
+def merge_verdicts(into: dict[str, dict[str, Any]], more: dict[str, dict[str, Any]]) -> None:
+    """Add a walk's oracle verdicts to ``into``, summing how many prunes named each expression."""
+    for expr, v in more.items():
+        have = into.get(expr)
+        if have is None:
+            into[expr] = dict(v)
+        else:
+            have["n"] = have.get("n", 0) + v.get("n", 0)
+
+
 def read_events(path: Any) -> Iterator[Event]:
     """The events of a run's (or a task's) log, plain JSONL or gzip-compressed."""
     for line in read_lines(Path(path)):
@@ -74,25 +81,26 @@ class EventLog:
 
     Counting only suits a search without a run folder: it has nowhere to show its events, and large ones
     would not fit in memory. Oracle verdicts are stored once per expression (``verdicts``: expression →
-    reason and rules); a prune event names only the expression, which keeps large searches' logs small.
+    reason, rules and ``n``, how many prunes named it).
 
-    A packed log that keeps nothing in memory (a search task's) encodes each event as it comes, and its hot
-    events — one ``expand`` per state, the cheap rejections' counts, over a million oracle prunes in a heavy
-    attention task — are written straight as lines, byte for byte what ``event_line`` makes of their dicts,
-    without building the dicts; an oracle prune's line is assembled from cached parts. That halves such a
-    task's time (GQA's task 863: 24.6 → 12.9 s; 8.8 s with no log at all).
+    A state's oracle prunes are *counted* like its cheap rejections: one ``prune`` event with ``n``. They were
+    83 % of a heavy attention task's log (1.9 M lines in GQA's task 933) and a sixth of its time. Which
+    children they were is re-derived on demand from the state's decisions (``Enumerator.oracle_prunes``,
+    which the explorer calls), by a log with ``list_oracle=True`` that lists each as an event with its
+    decision and expression (the format of run folders written before, which still load).
+
+    A packed log that keeps nothing in memory (a search task's) writes its hot events (one ``expand`` per
+    state, the per-state counts) straight as lines, byte for byte what ``event_line`` makes of their dicts.
     """
 
-    def __init__(self, flush_every: int = 20_000, keep: bool = True, packed: bool = False) -> None:
-        self.flush_every, self.keep, self.packed = flush_every, keep, packed
+    def __init__(self, flush_every: int = 20_000, keep: bool = True, packed: bool = False,
+                 list_oracle: bool = False) -> None:
+        self.flush_every, self.keep, self.packed, self.list_oracle = flush_every, keep, packed, list_oracle
         self.members: list[bytes] = []  # (packed) the compressed events so far
         self.events: list[Event] = []  # (keep) the events
         self.lines: list[str] = []  # (packed, not kept) the events not yet compressed, as encoded lines
-        self._tails: dict[tuple[Hashable, str], str] = {}  # (packed) an oracle prune's line after its parent
-        self._parent, self._head = "", ""  # (packed) the last oracle prune's parent, and its line's start
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "candidates": Counter()}
-        self.oracle_exprs: Counter[str] = Counter()  # oracle prunes per expression; rules tallied in summary()
         self.states = 0
         self.recording = keep or packed
 
@@ -103,7 +111,7 @@ class EventLog:
         elif kind == "prune":
             self.counts["pruned"][ev["why"]] += ev.get("n", 1)
             if ev["why"] == "oracle":
-                self._verdict(ev["expr"], ev.pop("reason", None), ev.pop("rules", None))
+                self.verdict(ev["expr"], ev.pop("reason", None), ev.pop("rules", None))
         elif kind == "candidate":
             self.counts["candidates"][ev["outcome"]] += 1
         if self.keep:
@@ -125,7 +133,7 @@ class EventLog:
         self._maybe_flush()
 
     def counted(self, parent: str, counts: dict[str, int]) -> None:
-        """The cheap rejections of one state (order, shape, phase, smem, index, twin), one ``n`` prune event per
+        """The rejections of one state (oracle, order, shape, phase, smem, index, twin), one ``n`` prune event per
         reason."""
         pruned = self.counts["pruned"]
         for why, n in counts.items():
@@ -139,34 +147,29 @@ class EventLog:
                                   f'"n":{n}}}\n')
         self._maybe_flush()
 
-    def pruned_by_oracle(self, parent: str, what: Hashable, decision_of: Callable[[Any], Decision], expr: str,
-                         reason: str, rules: list[str]) -> None:
-        """An oracle prune: the hot path of large searches (GQA's heavy tasks log over a million), so nothing is
-        built when nothing is recorded, and a packed log writes the line from cached parts: ``what`` names the
-        decision (hashable; ``decision_of(what)`` builds it), and its encoding with ``expr`` is made once."""
-        self.counts["pruned"]["oracle"] += 1
-        self._verdict(expr, reason, rules)
-        if not self.recording:
+    def pruned_by_oracle(self, parent: str, what: Any, decision_of: Callable[[Any], Decision], expr: str,
+                         reason: str | None, rules: list[str] | None, counts: dict[str, int]) -> None:
+        """One child of ``parent`` the oracle rejected, naming ``expr``: counted in ``counts`` (the state's, written
+        by ``counted``), or, in a log that lists them, an event of its own with its decision (``decision_of(what)``,
+        built only then: this is the hot path of large searches)."""
+        self.verdict(expr, reason, rules)
+        if not self.list_oracle:
+            counts["oracle"] += 1
             return
-        if self.keep:  # (what ``append`` would do, without its dispatch)
-            self.events.append({"e": "prune", "parent": parent, "why": "oracle", "d": decision_of(what),
-                                "expr": expr})
-        else:  # the line ``event_line`` would write for that dict, byte for byte
-            tail = self._tails.get((what, expr))
-            if tail is None:
-                if len(self._tails) >= TAIL_CACHE:
-                    self._tails.clear()
-                tail = self._tails[(what, expr)] = (f',"why":"oracle","d":{event_line(decision_of(what))},'
-                                                    f'"expr":{event_line(expr)}}}\n')
-            if parent is not self._parent:
-                self._parent, self._head = parent, f'{{"e":"prune","parent":{event_line(parent)}'
-            self.lines.append(self._head + tail)
+        self.counts["pruned"]["oracle"] += 1
+        ev = {"e": "prune", "parent": parent, "why": "oracle", "d": decision_of(what), "expr": expr}
+        if self.keep:
+            self.events.append(ev)
+        elif self.packed:
+            self.lines.append(event_line(ev) + "\n")
         self._maybe_flush()
 
-    def _verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
-        self.oracle_exprs[expr] += 1
-        if expr not in self.verdicts:
-            self.verdicts[expr] = {"reason": reason, "rules": rules}
+    def verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
+        """One more prune naming ``expr``; its verdict is stored the first time."""
+        v = self.verdicts.get(expr)
+        if v is None:
+            v = self.verdicts[expr] = {"reason": reason, "rules": rules, "n": 0}
+        v["n"] += 1
 
     def _maybe_flush(self) -> None:
         if self.packed and len(self.events) + len(self.lines) >= self.flush_every:
@@ -185,9 +188,9 @@ class EventLog:
 
     def summary(self) -> dict[str, Any]:
         rules: Counter[str] = Counter()
-        for expr, n in self.oracle_exprs.items():
-            for r in self.verdicts[expr]["rules"] or ():
-                rules[r] += n
+        for v in self.verdicts.values():
+            for r in v["rules"] or ():
+                rules[r] += v["n"]
         return {"states": self.states, "oracle_rules": dict(rules), **{k: dict(v) for k, v in self.counts.items()}}
 
 

@@ -54,7 +54,7 @@ from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_pla
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
-from mirage_lab.search.events import Event, SearchReport, event_line
+from mirage_lab.search.events import Event, SearchReport, event_line, merge_verdicts
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.pool import process_pool
 from mirage_lab.search.saved import ranked_candidates
@@ -415,7 +415,7 @@ class _Search:
         cands: list[dict[str, Any]] = [candidate_doc(c) for c in front.candidates]
         self.report.add_seconds(front.seconds)
         self.report.add_summary(front.events.summary())
-        verdicts = dict(front.events.verdicts)
+        verdicts = {e: dict(v) for e, v in front.events.verdicts.items()}
         stop = self.report.stop_reason if self.report.stop_reason != "complete" else front.stop_reason
         merged: list[int] = []
         for ev in front.events.events:
@@ -430,7 +430,7 @@ class _Search:
             self.report.add_summary(res["summary"])
             self.report.add_seconds(res["seconds"])
             self.report.tasks_done += 1
-            verdicts.update(res["verdicts"])
+            merge_verdicts(verdicts, res["verdicts"])
             cands.extend(self._with_slices(ev["task"], res["candidates"]))
             if res["stop_reason"] != "complete" and stop == "complete":
                 stop = res["stop_reason"]

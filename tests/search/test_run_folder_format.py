@@ -18,7 +18,7 @@ from mirage_lab.jsonl import MemberFile, compress, members, read_lines
 from mirage_lab.runs import EVENTS, MANIFEST, OLD_EVENTS, RunFolder, events_file, sha256_file
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
-from mirage_lab.search.events import EventLog, event_line, read_events
+from mirage_lab.search.events import EventLog, event_line, path_to, read_events
 from mirage_lab.search.load import load_run
 from mirage_lab.search.task import task_context
 from mirage_lab.task_log import NAME as TASK_LOG
@@ -180,8 +180,9 @@ def test_a_member_that_expands_too_far_is_refused(tmp_path: Path, monkeypatch: p
 
 
 def test_a_tasks_packed_lines_are_the_encoding_of_its_events() -> None:
-    """A task's log writes its hot events (expand, counted and oracle prunes) as lines without building dicts;
-    they must be, byte for byte, what ``event_line`` makes of the events an in-memory log keeps."""
+    """A task's log writes its hot events (expand and the per-state counts, oracle prunes among them) as lines
+    without building dicts; they must be, byte for byte, what ``event_line`` makes of the events an in-memory log
+    keeps."""
     prog, config, oracle, verifier = task_context(graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict())
     front = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True)
     for parent, prefix in front.tasks:  # the first task with a hundred events
@@ -191,7 +192,28 @@ def test_a_tasks_packed_lines_are_the_encoding_of_its_events() -> None:
         if len(kept.events) > 100:
             break
     kinds = {(e["e"], e.get("why"), "n" in e) for e in kept.events}
-    assert {("expand", None, False), ("prune", "oracle", False), ("prune", "order", True)} <= kinds
+    assert {("expand", None, False), ("prune", "oracle", True), ("prune", "order", True)} <= kinds
     assert len(kept.events) > 100 and len(packed.members) > 1  # (flushed on the way)
     assert gzip.decompress(packed.packed_events()).decode() == "".join(event_line(e) + "\n" for e in kept.events)
     assert packed.summary() == kept.summary()
+
+
+def test_a_states_oracle_prunes_are_worked_out_again_on_demand() -> None:
+    """Search logs count a state's oracle prunes; ``Enumerator.oracle_prunes`` lists them again from the state's
+    decisions. Against a walk that lists each one as it goes (the older format): the same events, in the same order,
+    for every state of a whole search, at block and kernel level, and the counts match the list."""
+    prog, config, oracle, verifier = task_context(graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict())
+    listed, counted = EventLog(list_oracle=True), EventLog()
+    for log in (listed, counted):
+        Enumerator(prog, config, oracle, verifier, ids="", log=log).run()
+    by_state: dict[str, list[dict[str, object]]] = {}
+    for e in listed.events:
+        if e["e"] == "prune" and e["why"] == "oracle" and "d" in e:
+            by_state.setdefault(e["parent"], []).append(e)
+    n = {e["parent"]: e["n"] for e in counted.events if e["e"] == "prune" and e["why"] == "oracle" and e.get("n")}
+    assert {k: len(v) for k, v in by_state.items()} == n and len(n) > 20
+    assert listed.summary() == counted.summary()
+    for node, expected in by_state.items():
+        got = Enumerator(prog, config, oracle, verifier, ids="x").oracle_prunes(path_to(counted.events, node), node)
+        assert got == expected, node
+    assert {e[0]["d"][0] for e in by_state.values()} == {"k", "b"}

@@ -49,6 +49,25 @@ def test_damaged_log_names_the_line_and_the_fix(tmp_path: Path) -> None:
         ExplorerState(tmp_path / "nowhere")
 
 
+def test_counted_oracle_prunes_are_listed_on_demand(small_run_dir: Path) -> None:
+    """A state's oracle prunes are one counted event; the explorer lists them again, each with its decision,
+    expression and the run's recorded verdict, as many as the event stands for."""
+    st = ExplorerState(small_run_dir, progress=False)
+    counted = [i for i in np.flatnonzero(st.index.labels == st.index.codes(["pruned:oracle"])[0])
+               if "n" in st.index.event(int(i))]
+    assert counted
+    for i in counted[:: max(1, len(counted) // 10)]:
+        listed = st.oracle_prunes(int(i))
+        assert len(listed) == st.index.event(int(i))["n"]
+        assert all(listed["oracle"]) and all(listed["expression"])
+        assert all(d.startswith(("block op", "kernel op")) for d in listed["decision"])
+    info = st.explain(int(counted[0]))
+    assert info["expression"] == st.oracle_prunes(int(counted[0]))["expression"].iloc[0]
+    assert info["oracle"] != "(no recorded verdict)" and len(info["children"]) == min(info.get("rejections", 1), 40)
+    with pytest.raises(InputError, match="not an oracle prune"):
+        st.oracle_prunes(0)
+
+
 def test_step_jump_and_filter(small_run_dir: Path) -> None:
     st = ExplorerState(small_run_dir, progress=False)
     assert st.event_index == 0 and st.index.label(0) == "expand"
