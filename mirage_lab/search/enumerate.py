@@ -156,6 +156,7 @@ class Enumerator:
         self.seen_states: set[Any] = set()
         self._counter = 0
         self._blocks_opened = 0
+        self._log = self.out.events  # (continuation) the walk's log, while a throwaway one takes the re-walk's events
         self._start()
 
     def _start(self) -> None:
@@ -168,6 +169,9 @@ class Enumerator:
         self.n_custom = 0
         self.block: Block | None = None
         self.path: list[Decision] = []
+        self._nodes: list[str] = []  # the node ids of the states on ``path`` below the walk's root
+        self._last = self._root = ""  # the last node expanded, and the walk's root
+        self._resume: list[tuple[Decision, str]] = []  # (continuation) the stopped walk's path still to re-enter
 
     def _useful(self, ops: list[_OpInfo], level: str, heads: frozenset[str]) -> list[_OpInfo]:
         keep = []
@@ -180,27 +184,59 @@ class Enumerator:
         return keep
 
     # ------------------------------------------------------------------ driving
-    def run(self, prefix: Sequence[Decision] = (), parent: str | None = None, frontier: bool = False) -> Outcome:
-        """Explore the subtree below ``prefix``; in ``frontier`` mode stop at customized-op roots."""
+    def run(self, prefix: Sequence[Decision] = (), parent: str | None = None, frontier: bool = False,
+            resume: dict[str, Any] | None = None) -> Outcome:
+        """Explore the subtree below ``prefix``; in ``frontier`` mode stop at customized-op roots.
+
+        ``resume`` (what ``resume_point`` gave after a walk of the same subtree stopped at its state cap) continues
+        that walk where it stopped instead of starting over: its events follow the stopped walk's, and the two
+        together are, byte for byte, the events of one walk that never stopped."""
         self.frontier = frontier
         start = time.perf_counter()
         try:
             for d in prefix[:-1]:
                 self._apply(d)
-            if prefix:
+            if resume is not None:
+                node = self._resume_at(resume)
+                if prefix:
+                    self._apply(prefix[-1])
+            elif prefix:
                 node = self._expand(parent, prefix[-1])
                 self._apply(prefix[-1])
                 if self._beyond_bound(node):
                     return self._finish(start)
             else:
                 node = self._expand(None, None)
+            if not prefix and not self._resume:
                 for level, op, head in self.dropped:
                     self._prune(node, "oracle", op=op, level=level, expr=f"{head}(·)", rules=[],
                                 reason=f"every {op} applies {head}, which no target applies")
+            self._root = node
             self._visit(node)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
         return self._finish(start)
+
+    def resume_point(self, prefix: Sequence[Decision]) -> dict[str, Any]:
+        """Where a walk that stopped at its state cap stands (JSON): the decisions and node ids from its root to the
+        state it expanded last and did not visit, the next node number, and the μGraphs it verified."""
+        below = self.path[len(prefix):]
+        ids = [self._root, *self._nodes, self._last] if below else [self._last]
+        return {"path": below, "ids": ids, "counter": self._counter, "seen": sorted(self.seen_graphs)}
+
+    def _resume_at(self, resume: dict[str, Any]) -> str:
+        """Set up a continuation (``run``): the stopped walk logged every state on its path, and every event of each
+        state's children before the path's child; those are walked again silently (``_child``), into a log that is
+        thrown away, down to the last state, which is visited afresh."""
+        if not resumable(self.cfg):
+            raise MirageError("a walk that deduplicates states cannot be resumed; run it again from its root")
+        path, ids = resume["path"], resume["ids"]
+        self._counter = int(resume["counter"])
+        self.seen_graphs.update(resume["seen"])
+        self._resume = list(zip(path, ids[1:], strict=True))
+        if self._resume:
+            self._log, self.out.events = self.out.events, EventLog(keep=False)
+        return str(ids[0])
 
     def _finish(self, start: float) -> Outcome:
         s = self.out.seconds
@@ -214,7 +250,7 @@ class Enumerator:
             self._block_state(node)
 
     def _expand(self, parent: str | None, decision: Decision | None) -> str:
-        node = f"{self.ids}{self._counter}"
+        node = self._last = f"{self.ids}{self._counter}"
         self._counter += 1
         self.out.events.expanded(node, parent, decision, "block" if self.block is not None
                                  or (decision or [""])[0] == "c" else "kernel")
@@ -237,15 +273,26 @@ class Enumerator:
 
     def _child(self, parent: str, decision: Decision) -> None:
         self.path.append(decision)
-        node = self._expand(parent, decision)
+        if not self._resume:
+            node = self._expand(parent, decision)
+        elif decision == self._resume[0][0]:  # a continuation, re-entering the stopped walk's path
+            node = self._resume.pop(0)[1]
+            if not self._resume:  # the state it stopped at: from here on, everything is new
+                self.out.events = self._log
+        else:  # a subtree the stopped walk finished
+            self.path.pop()
+            return
+        self._nodes.append(node)
         self._visit(node)
+        self._nodes.pop()
         self.path.pop()
 
     # ------------------------------------------------------------------ kernel level
     def _kernel_state(self, node: str) -> None:
-        if self._try_candidate(node):
+        on_path = bool(self._resume)  # (continuation: the stopped walk tested and entered this state already)
+        if not on_path and self._try_candidate(node):
             return
-        if self.k_ops >= self.cfg.max_kernel_ops or self._beyond_bound(node):
+        if self.k_ops >= self.cfg.max_kernel_ops or (not on_path and self._beyond_bound(node)):
             return
         counts = {"oracle": 0, "order": 0, "shape": 0, "twin": 0}
         for info, idx, ins, dims, exprs in self._kernel_children(node, counts):
@@ -776,6 +823,12 @@ class Enumerator:
         else:
             raise ValueError(f"task prefixes hold kernel decisions and one customized root, not {d!r}")
         self.path.append(d)
+
+
+def resumable(config: SearchConfig) -> bool:
+    """Whether a walk stopped at its state cap can be continued (``Enumerator.run(resume=...)``): not when it
+    deduplicates states, since the continuation does not see what the stopped walk saw."""
+    return config.order != "semantic" and not config.dedupe_kernel_states
 
 
 def _oracle_decision(what: tuple[str, _OpInfo, tuple[int, ...]]) -> Decision:

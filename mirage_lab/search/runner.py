@@ -53,7 +53,7 @@ from mirage_lab.progress import progress
 from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, preset
-from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome
+from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome, resumable
 from mirage_lab.search.events import Event, SearchReport, event_line, merge_verdicts
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.pool import process_pool
@@ -63,6 +63,7 @@ from mirage_lab.search.task import (
     budgets,
     candidate_doc,
     candidate_from_doc,
+    join_slice,
     run_task,
     task_context,
 )
@@ -206,7 +207,7 @@ class _Search:
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
-        self._slice_found: dict[int, list[dict[str, Any]]] = {}  # what each unfinished slice verified (``_drive``)
+        self._slices: dict[int, dict[str, Any]] = {}  # each task's slice, until its continuation finishes (``_drive``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
 
     def run(self) -> SearchResult:
@@ -321,18 +322,17 @@ class _Search:
         the time limit or an interrupt stops the search.
 
         With ``cost_bound`` and no budgets every task first runs as a *slice* of ``SLICE_STATES`` states. A task
-        the slice does not finish goes to the back of the queue and later runs whole, from its root, with the
-        incumbent of the time: the slices of all roots come first, so the cheap μGraphs anywhere in the space
-        set the incumbent before the heavy subtrees are walked (GQA's split-KV μGraph lies 6 341 states into
-        task 933, behind heavy roots that take minutes). What a slice verified lowers the incumbent, and is kept
-        aside (``_with_slices``): the task's whole run finds it again unless a cheaper μGraph cuts it, and a search
-        stopped before that run still reports it. The slice's events are dropped.
+        the slice does not finish goes to the back of the queue and is later *continued* where the slice stopped,
+        with the incumbent of the time: the slices of all roots come first, so the cheap μGraphs anywhere in the
+        space set the incumbent before the heavy subtrees are walked (GQA's split-KV μGraph lies 6 341 states into
+        task 933, behind heavy roots that take minutes). What a slice verified lowers the incumbent at once, and a
+        search stopped before the continuation still reports it. The slice and its continuation make one result
+        (``join_slice``) whose events are those of one uninterrupted walk; no state is walked twice.
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         in_order = bool(self.config.state_limit or self.config.result_limit)
         queue = deque(todo if in_order else fused_first(front.tasks, todo))
-        slicing = self.config.cost_bound and not in_order
-        retried: set[int] = set()  # tasks whose slice did not finish them
+        slicing = self.config.cost_bound and not in_order and resumable(self.config)
         run_dir = str(self.folder.path) if self.folder is not None else None
         while True:
             while queue and len(inflight) < window:  # budgets are checked as results arrive, in order
@@ -341,9 +341,11 @@ class _Search:
                 # budgets truncate one ordered stream on every executor: there, each task bounds only by what it
                 # verifies itself, so its walk does not depend on which tasks finished first
                 bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
-                sliced = slicing and i not in retried
+                sliced = slicing and i not in self._slices
+                resume = self._slices[i]["resume"] if i in self._slices else None
                 inflight[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix, run_dir,
-                                         deadline, self.t0, bound, SLICE_STATES if sliced else None)] = (i, sliced)
+                                         deadline, self.t0, bound, SLICE_STATES if sliced else None,
+                                         resume)] = (i, sliced)
             if not inflight:
                 return
             finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
@@ -352,12 +354,13 @@ class _Search:
                 res = f.result()
                 self._improve(res)
                 if sliced and res["stop_reason"] == "slice":
-                    retried.add(i)
                     queue.append(i)
-                    self._slice_found[i] = res["candidates"]
-                    if self.folder is not None:  # (the candidate files it wrote are sound; the run rewrites them)
+                    self._slices[i] = res
+                    if self.folder is not None:  # (the candidate files it wrote are sound)
                         self.folder.record(res.get("files", {}))
                     continue
+                if i in self._slices:
+                    res = join_slice(self._slices.pop(i), res)
                 done[i] = res
                 self._keep(res)
                 bar.update()
@@ -424,14 +427,14 @@ class _Search:
             res = done.get(ev["task"])
             if res is None:
                 stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
-                cands.extend(self._slice_found.get(ev["task"], ()))  # verified before the search stopped
+                cands.extend(self._slices.get(ev["task"], {}).get("candidates", ()))  # verified before the stop
                 continue
             merged.append(ev["task"])
             self.report.add_summary(res["summary"])
             self.report.add_seconds(res["seconds"])
             self.report.tasks_done += 1
             merge_verdicts(verdicts, res["verdicts"])
-            cands.extend(self._with_slices(ev["task"], res["candidates"]))
+            cands.extend(res["candidates"])
             if res["stop_reason"] != "complete" and stop == "complete":
                 stop = res["stop_reason"]
             if self._limit_reached(self.report.states, len(cands)):
@@ -454,13 +457,6 @@ class _Search:
             self.folder.save_manifest()
         return SearchResult(self.program, self.config, ranked, self.report,
                             self.folder.path if self.folder is not None else None, costs)
-
-    def _with_slices(self, index: int, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A task's candidates, each with the earlier time its slice found it, if the slice did: that is when the
-        search had it. What the slice found and the whole run did not (a cheaper μGraph cut it) stays out, as the
-        bound keeps it out of a run without slices."""
-        first = {d["hash"]: d["found_s"] for d in self._slice_found.get(index, ())}
-        return [{**d, "found_s": min(d["found_s"], first.get(d["hash"], d["found_s"]))} for d in found]
 
     def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[bytes]:
         """The frontier's events with each task's events spliced in at its root, in task order, as gzip

@@ -22,7 +22,7 @@ from mirage_lab.ir.io import graph_from_dict, graph_to_dict
 from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.enumerate import Candidate, Enumerator
-from mirage_lab.search.events import EventLog
+from mirage_lab.search.events import EventLog, merge_verdicts
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.verifier import Verifier
 
@@ -51,22 +51,23 @@ def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
 
 def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
              prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
-             incumbent: float | None = None, slice_states: int | None = None) -> dict[str, Any]:
+             incumbent: float | None = None, slice_states: int | None = None,
+             resume: dict[str, Any] | None = None) -> dict[str, Any]:
     """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
 
     ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
     ``incumbent``: with ``cost_bound``, the proxy cost of the cheapest μGraph verified so far (``bound.py``).
-    ``slice_states``: walk at most that many states; a task cut there stops with reason "slice" and runs whole
-    later (``runner``).
+    ``slice_states``: walk at most that many states; a task cut there stops with reason "slice", and its result
+    carries where it stopped (``resume``), to be continued later from there (``runner``; ``join_slice``).
     """
     with small_pages():
         return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started, incumbent,
-                         slice_states)
+                         slice_states, resume)
 
 
 def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
               prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
-              incumbent: float | None, slice_states: int | None) -> dict[str, Any]:
+              incumbent: float | None, slice_states: int | None, resume: dict[str, Any] | None) -> dict[str, Any]:
     program, config, oracle, verifier = task_context(program_doc, config_doc)
     # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
     # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
@@ -84,16 +85,41 @@ def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: in
     walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=cap,
                         deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
                         on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log, incumbent=incumbent)
-    out = walker.run(prefix, parent)
+    out = walker.run(prefix, parent, resume=resume)
+    stopped_at = None
     if slice_states is not None and out.stop_reason == "state limit" and cap == slice_states:
-        out.stop_reason = "slice"
-    return {"index": index, "events_gz": log.packed_events() if run_dir is not None else None,
+        out.stop_reason, stopped_at = "slice", walker.resume_point(prefix)
+    return {"resume": stopped_at,"index": index, "events_gz": log.packed_events() if run_dir is not None else None,
             "summary": log.summary(), "verdicts": log.verdicts,
             "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
             "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}",  # (for the scaling figures)
             "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}
+
+
+def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
+    """The result of a task walked as a slice (``first``) and then continued where it stopped (``then``): that of
+    one walk. Its events are the two logs one after the other (gzip members concatenate), byte for byte those of
+    a walk that never stopped; counts, verdicts, candidates and times add up."""
+    out = dict(then)
+    if first.get("events_gz") is not None or then.get("events_gz") is not None:
+        out["events_gz"] = (first.get("events_gz") or b"") + (then.get("events_gz") or b"")
+    a, b = first["summary"], then["summary"]
+    out["summary"] = {"states": a["states"] + b["states"],
+                      **{k: _added(a[k], b[k]) for k in ("oracle_rules", "pruned", "candidates")}}
+    verdicts = {e: dict(v) for e, v in first["verdicts"].items()}
+    merge_verdicts(verdicts, then["verdicts"])
+    out["verdicts"] = verdicts
+    out["candidates"] = [*first["candidates"], *then["candidates"]]
+    out["seconds"] = _added(first["seconds"], then["seconds"])
+    out["states"], out["wall"] = first["states"] + then["states"], first["wall"] + then["wall"]
+    out["began"], out["files"] = first["began"], {**first.get("files", {}), **then.get("files", {})}
+    return out
+
+
+def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in {**a, **b}}
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:

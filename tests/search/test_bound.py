@@ -93,24 +93,33 @@ def test_the_process_pool_finds_the_same_best(bounded: ml.search.SearchResult) -
 
 def test_slices_keep_the_best_and_every_task(monkeypatch: pytest.MonkeyPatch, bounded: ml.search.SearchResult,
                                              tmp_path: Path) -> None:
-    """Tasks first run as short slices; those a slice does not finish run whole later, and the run is the same
-    complete search with the same best."""
-    calls: list[tuple[int, int | None]] = []
+    """Tasks first run as short slices; those a slice does not finish are continued later where the slice stopped,
+    and the run is the same complete search with the same best, walking no state twice."""
+    calls: list[tuple[int, int | None, bool]] = []  # (task, slice cap, whether it continues a slice)
+    states: list[int] = []
     real = runner.run_task
 
     def spy(*args: Any) -> dict[str, Any]:
-        calls.append((args[2], args[-1]))
-        return real(*args)
+        calls.append((args[2], args[9], args[10] is not None))
+        res = real(*args)
+        states.append(res["states"])
+        assert (res["resume"] is not None) == (res["stop_reason"] == "slice")
+        return res
 
     monkeypatch.setattr(runner, "SLICE_STATES", 40)
     monkeypatch.setattr(runner, "run_task", spy)
     res = search(tmp_path, cost_bound=True)
     assert res.report.stop_reason == "complete" and res.report.tasks_done == res.report.tasks_total
     assert res.best is not None and bounded.best is not None and res.best.hash == bounded.best.hash
-    whole = [i for i, cap in calls if cap is None]
-    assert whole and all((i, 40) in calls for i in whole)  # every whole run follows its slice
-    # whole runs wait at the back of the queue, behind every task's slice
-    assert max(calls.index((i, 40)) for i, _ in calls) < min(calls.index((i, None)) for i in whole)
+    continued = [i for i, cap, cont in calls if cont]
+    assert continued and all(cap is None for _, cap, cont in calls if cont)
+    assert all((i, 40, False) in calls for i in continued)  # every continuation follows its slice
+    # continuations wait at the back of the queue, behind every task's slice
+    assert max(calls.index((i, 40, False)) for i, _, _ in calls) < min(calls.index((i, None, True))
+                                                                        for i in continued)
+    expanded = [e["id"] for e in res.events() if e["e"] == "expand"]
+    assert len(expanded) == len(set(expanded)) == res.report.states
+    assert sum(states) == sum("." in node for node in expanded)  # (the tasks' ids are "<task>.<n>")
     again = search(tmp_path, cost_bound=True)  # a finished run is served from its folder
     assert again.report.cached and again.best is not None and again.best.hash == res.best.hash
 
@@ -120,8 +129,8 @@ def test_a_search_stopped_before_the_whole_runs_reports_what_slices_verified(
     real = runner.run_task
 
     def slices_only(*args: Any) -> dict[str, Any]:
-        if args[-1] is None:
-            raise KeyboardInterrupt  # the user stops the search when the first whole run starts
+        if args[10] is not None:
+            raise KeyboardInterrupt  # the user stops the search when the first continuation starts
         return real(*args)
 
     monkeypatch.setattr(runner, "SLICE_STATES", 40)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mirage_lab.errors import FormatError, InputError
-from mirage_lab.runs import EVENTS
-from mirage_lab.search.events import read_events
+from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.runs import EVENTS, RunFolder
+from mirage_lab.search.enumerate import Enumerator
+from mirage_lab.search.events import EventLog, read_events
 from mirage_lab.search.runner import SearchResult
+from mirage_lab.search.task import task_context
 from mirage_lab.widgets.event_index import EventIndex, label_of
 from mirage_lab.widgets.explorer import SearchExplorer
 from mirage_lab.widgets.explorer_state import ExplorerState, decision_text
@@ -66,6 +70,24 @@ def test_counted_oracle_prunes_are_listed_on_demand(small_run_dir: Path) -> None
     assert info["oracle"] != "(no recorded verdict)" and len(info["children"]) == min(info.get("rejections", 1), 40)
     with pytest.raises(InputError, match="not an oracle prune"):
         st.oracle_prunes(0)
+
+
+def test_older_folders_listing_each_oracle_prune_still_explain(tmp_path: Path, small_run_dir: Path) -> None:
+    """Run folders written before the counting list each oracle prune as its own event, with its expression."""
+    old = tmp_path / small_run_dir.name
+    shutil.copytree(small_run_dir, old)
+    program, config = RunFolder(old).program(), RunFolder(old).config()
+    prog, cfg, oracle, verifier = task_context(graph_to_dict(program), config.to_dict())
+    log = EventLog(keep=False, packed=True, list_oracle=True)
+    Enumerator(prog, cfg, oracle, verifier, ids="", log=log).run()
+    (old / EVENTS).write_bytes(log.packed_events())
+    st = ExplorerState(old, progress=False)
+    i = next(int(i) for i in np.flatnonzero(st.index.labels == st.index.codes(["pruned:oracle"])[0])
+             if "d" in st.index.event(int(i)))  # (the root's first ones name an op no target applies)
+    assert "n" not in st.index.event(i)
+    listed = st.oracle_prunes(i)
+    assert len(listed) == 1 and listed["expression"].iloc[0] == st.index.event(i)["expr"]
+    assert st.explain(i)["expression"] == st.index.event(i)["expr"] and "children" not in st.explain(i)
 
 
 def test_step_jump_and_filter(small_run_dir: Path) -> None:
