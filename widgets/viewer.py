@@ -25,9 +25,12 @@ def details_html(details: dict[str, Any]) -> str:
     """A two-column table of a selection's details."""
     rows = []
     for k, v in details.items():
-        text = ", ".join(map(str, v)) if isinstance(v, list) else json.dumps(v) if isinstance(v, dict) else str(v)
+        if isinstance(v, list):  # one item a line (an oracle-prune event's children, the rules)
+            cell = "<br>".join(html.escape(str(x)) for x in v)
+        else:
+            cell = html.escape(json.dumps(v) if isinstance(v, dict) else str(v))
         cls = ' class="mirage-expr"' if k == "expression" else ""
-        rows.append(f"<tr><th>{html.escape(k)}</th><td{cls}>{html.escape(text)}</td></tr>")
+        rows.append(f"<tr><th>{html.escape(k)}</th><td{cls}>{cell}</td></tr>")
     return f'<table class="mirage-details">{"".join(rows)}</table>'
 
 

@@ -5,7 +5,11 @@ each at least one launch. A kernel-level state that is not itself a candidate ne
 kernel, and a state inside a block graph has its kernel still to close, so every μGraph below a state
 costs at least
 
-    bound(state) = Σ proxy cost of the kernels the state has built + one launch.
+    bound(state) = Σ proxy cost of the kernels the state has built + one launch,
+
+and a state that has just opened a customized op (a task's root, or a later kernel below a closed one)
+costs at least the kernels built plus that op's floor (``customized_floor``: the roofline of its loaders'
+traffic at the best latency hiding its grid allows, plus the launch).
 
 Each kernel's cost depends only on that kernel (its block graph, or its op and tensor types), and a
 descendant keeps every kernel of its ancestors unchanged, so the bound never exceeds the cost of any
@@ -23,20 +27,24 @@ itself (docs/decisions.md).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import customized_floor, proxy_cost
 from mirage_lab.optimize.hardware import get_hardware
 from mirage_lab.search.events import Decision
-from mirage_lab.search.replay import partial_graph
+from mirage_lab.search.replay import frozen_block, kernel_so_far, open_block, partial_graph, replay
 
 #: the hardware the search ranks its μGraphs for (``runner._rank``), and therefore bounds for
 RANKING_HARDWARE = "H100"
 #: relative slack before a bound counts as above the incumbent: the bound sums kernels in another order than
 #: ``proxy_cost``, and a rounding difference must never cut a μGraph tied with the best
 SLACK = 1e-9
+#: kernel-level prefixes ``opening_bound`` remembers per walk before it starts over
+MEMO_PREFIXES = 4096
 
 
 def ranking_seconds(graph: KernelGraph) -> float:
@@ -53,6 +61,24 @@ def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_lim
     if pg.block is None:
         return spent, spent + get_hardware(RANKING_HARDWARE).launch_s
     return spent, spent + customized_floor(pg.block, pg.block_inputs, RANKING_HARDWARE)
+
+
+def opening_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int, reduction_dimx: int,
+                  memo: dict[str, tuple[list[Any], float]]) -> tuple[float, float]:
+    """``lower_bound`` of a state whose last decision opens a customized op, fast: the kernel graph before it (its
+    tensors and its cost) is replayed once per such prefix and kept in ``memo`` (the caller's, one per walk). In
+    an attention task, thousands of second kernels open below each first one."""
+    key = json.dumps(decisions[:-1], separators=(",", ":"))
+    got = memo.get(key)
+    if got is None:
+        if len(memo) > MEMO_PREFIXES:
+            memo.clear()
+        g, handles, tb = replay(program, decisions[:-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+        assert tb is None, "the decisions before an opening end at kernel level"
+        got = memo[key] = (handles, ranking_seconds(kernel_so_far(g)))
+    handles, spent = got
+    tb, inputs, _ = open_block(handles, decisions[-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    return spent, spent + customized_floor(frozen_block(tb), tuple(x.id for x in inputs), RANKING_HARDWARE)
 
 
 def beyond(bound: float, incumbent: float) -> bool:

@@ -34,7 +34,7 @@ from mirage_lab.ir.ops import Kind, Level, Op, ShapeContext
 from mirage_lab.ir.smem import counted_bytes
 from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
-from mirage_lab.search.bound import RANKING_HARDWARE, beyond, lower_bound, ranking_seconds
+from mirage_lab.search.bound import RANKING_HARDWARE, beyond, lower_bound, opening_bound, ranking_seconds
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.events import PRUNE_REASONS, Decision, Event, EventLog
 from mirage_lab.search.goal import foreign_function, function_heads
@@ -149,6 +149,7 @@ class Enumerator:
         self._block_memo: dict[Any, list[Any]] = {}
         self._sigs: dict[Any, int] = {}  # a block tensor's (dims, dtype, part, expr) → its sig
         self._indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
+        self._kernels_built: dict[str, tuple[list[Any], float]] = {}  # (``opening_bound``) kernel prefix → its cost
         self.targets = sorted(self._nf_key(t) for t in oracle.targets)
         self._target_vars = [(self._nf_key(t), _variables(t)) for t in oracle.targets]
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
@@ -203,8 +204,6 @@ class Enumerator:
             elif prefix:
                 node = self._expand(parent, prefix[-1])
                 self._apply(prefix[-1])
-                if self._beyond_bound(node):
-                    return self._finish(start)
             else:
                 node = self._expand(None, None)
             if not prefix and not self._resume:
@@ -428,6 +427,8 @@ class Enumerator:
     def _block_state(self, node: str) -> None:
         b = self.block
         assert b is not None
+        if b.n_ops == len(b.inputs) and not self._resume and self._beyond_bound(node):
+            return  # a customized op just opened (a task's root, or a later kernel): the floor of it cuts it
         dangling = [i for i, t in enumerate(b.tensors) if t.uses == 0]
         if (dangling and len(dangling) <= self.cfg.max_block_outputs
                 and all(b.tensors[i].post and not b.tensors[i].source for i in dangling)
@@ -720,8 +721,9 @@ class Enumerator:
         does (``bound.py``)."""
         if not self.cfg.cost_bound or not math.isfinite(self.incumbent):
             return False
-        spent, bound = lower_bound(self.program, self.path, smem_limit=self.cfg.smem_budget,
-                                   reduction_dimx=self.cfg.reduction_dimx)
+        limits = {"smem_limit": self.cfg.smem_budget, "reduction_dimx": self.cfg.reduction_dimx}
+        spent, bound = (opening_bound(self.program, self.path, memo=self._kernels_built, **limits)
+                        if self.path and self.path[-1][0] == "c" else lower_bound(self.program, self.path, **limits))
         if not beyond(bound, self.incumbent):
             return False
         us = (spent * 1e6, bound * 1e6, self.incumbent * 1e6)

@@ -3,13 +3,15 @@
 Every state the search enters is an ``expand`` event holding the one *decision* that led
 to it from its parent, so any node can be rebuilt by replaying the decisions on its path
 (``path_to``, then ``replay``). Children that die are ``prune`` events with a reason —
-``oracle`` (with the verdict's reason and rules), ``order``, ``shape``, ``phase``, ``smem``,
+``oracle`` (counted per state, with each expression's verdict in ``verdicts``; ``Enumerator.oracle_prunes``
+lists them again), ``order``, ``shape``, ``phase``, ``smem``,
 ``cap``, ``goal`` (the last kernel op the cap allows cannot produce the program's outputs),
 ``duplicate``, ``bound`` (``cost_bound``: the kernels so far already cost more than a verified μGraph;
 the state's whole subtree is cut) or ``twin`` (``skip_commuted_twins``: a commutative ``op(j, i)`` where
 ``op(i, j)`` is walked) — and complete graphs are ``candidate`` events whose outcome is ``precheck``
 (their outputs' expressions differ from the targets'), ``rejected`` or ``verified``. Events are plain
-dicts with short keys so that ``events.jsonl`` stays small.
+dicts with short keys so that ``events.jsonl`` stays small; a state's many rejections of one reason are one
+event with ``n``.
 
 Decisions (JSON lists):
 

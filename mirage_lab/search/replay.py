@@ -35,10 +35,7 @@ def replay(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: i
         if kind == "k":
             handles += _replay_for(Op(d[1]), kernel=True)(g, [handles[i] for i in d[2]], d[3])
         elif kind == "c":
-            _, ins, grid, imaps, fmaps, frange = d
-            tb = BlockGraphBuilder(grid, forloop_range=frange, reduction_dimx=reduction_dimx, smem_limit=smem_limit)
-            custom_inputs = [handles[i] for i in ins]
-            block = [tb.new_input(x, imap, fm) for x, imap, fm in zip(custom_inputs, imaps, fmaps, strict=True)]
+            tb, custom_inputs, block = open_block(handles, d, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
         elif kind == "b" and tb is not None:
             block += _replay_for(Op(d[1]), kernel=False)(tb, [block[i] for i in d[2]], d[3])
         elif kind == "s" and tb is not None:
@@ -51,6 +48,28 @@ def replay(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: i
         else:
             raise FormatError(f"cannot replay decision {d!r} here")
     return g, handles, tb
+
+
+def open_block(handles: Sequence[Any], decision: Decision, *, smem_limit: int,
+               reduction_dimx: int) -> tuple[BlockGraphBuilder, list[Any], list[Any]]:
+    """A ``["c", …]`` decision on kernel tensors ``handles``: the block graph builder, the kernel tensors it
+    reads, and its loaders' block tensors."""
+    _, ins, grid, imaps, fmaps, frange = decision
+    tb = BlockGraphBuilder(grid, forloop_range=frange, reduction_dimx=reduction_dimx, smem_limit=smem_limit)
+    custom_inputs = [handles[i] for i in ins]
+    return tb, custom_inputs, [tb.new_input(x, imap, fm) for x, imap, fm in zip(custom_inputs, imaps, fmaps,
+                                                                                  strict=True)]
+
+
+def kernel_so_far(g: KernelGraphBuilder) -> KernelGraph:
+    """A kernel graph builder's graph with every unused tensor marked as an output (to draw and cost it)."""
+    used = {i for n in g._nodes for i in n.inputs}
+    return KernelGraph(tuple(g._tensors), tuple(g._nodes), tuple(i for i in range(len(g._tensors)) if i not in used))
+
+
+def frozen_block(tb: BlockGraphBuilder) -> BlockGraph:
+    """An open block graph builder's graph as it stands (no savers yet)."""
+    return BlockGraph(tb.grid, tb.forloop_range, tuple(tb._tensors), tuple(tb._nodes), tb.block, tb.reduction_dimx)
 
 
 def build_candidate(program: KernelGraph, decisions: Sequence[Decision], outputs: Sequence[int], *,
@@ -78,11 +97,8 @@ class PartialGraph:
 def partial_graph(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
                   reduction_dimx: int = 64) -> PartialGraph:
     g, handles, tb = replay(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
-    used = {i for n in g._nodes for i in n.inputs}
-    kernel = KernelGraph(tuple(g._tensors), tuple(g._nodes),
-                         tuple(i for i in range(len(g._tensors)) if i not in used))
+    kernel = kernel_so_far(g)
     if tb is None:
         return PartialGraph(kernel, None)
     opened = next(d for d in reversed(decisions) if d[0] == "c")
-    block = BlockGraph(tb.grid, tb.forloop_range, tuple(tb._tensors), tuple(tb._nodes), tb.block, tb.reduction_dimx)
-    return PartialGraph(kernel, block, tuple(handles[i].id for i in opened[1]))
+    return PartialGraph(kernel, frozen_block(tb), tuple(handles[i].id for i in opened[1]))

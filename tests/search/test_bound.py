@@ -12,7 +12,7 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.search import runner
-from mirage_lab.search.bound import beyond, lower_bound, ranking_seconds
+from mirage_lab.search.bound import beyond, lower_bound, opening_bound, ranking_seconds
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.task import run_task, task_context
@@ -141,3 +141,33 @@ def test_a_search_stopped_before_the_whole_runs_reports_what_slices_verified(
     assert found and found <= {c.hash for c in unbounded.candidates}  # μGraphs of the space, verified
     for c in res.candidates:
         assert ml.verify(c.graph, small_rmsnorm(), seed=3).equivalent
+
+
+def test_a_later_kernel_is_cut_by_its_floor_as_it_opens() -> None:
+    """Each customized op that opens below a closed one is bounded by the kernels so far plus its own floor (not
+    only a task's root): in a two-kernel space the best μGraph and its ties stay, states drop, and the fast bound
+    of an opening equals the replayed one."""
+    kw: dict[str, Any] = dict(max_customized=2, max_block_ops=5)
+    full, cut = search(cost_bound=False, **kw), search(cost_bound=True, **kw)
+    costs = _costs(full)
+    best = min(costs.values())
+    assert cut.best is not None and full.best is not None and cut.best.hash == full.best.hash
+    assert {h for h, v in costs.items() if v <= best * (1 + 1e-9)} <= set(_costs(cut)) <= set(costs)
+    assert cut.report.states < full.report.states / 3
+    pdoc, cdoc = graph_to_dict(small_rmsnorm()), preset("mlp", **{**SMALL, **kw}, cost_bound=True).to_dict()
+    prog, config, oracle, verifier = task_context(pdoc, cdoc)
+    events = Enumerator(prog, config, oracle, verifier, ids="", incumbent=best).run().events.events
+    expands = {e["id"]: e for e in events if e["e"] == "expand"}
+
+    def path(node: str | None) -> list[Any]:
+        return [] if node is None else [*path(expands[node]["parent"]), *([expands[node]["d"]] if expands[node]["d"]
+                                                                          else [])]
+
+    cut_paths = [path(e["parent"]) for e in events if e["e"] == "prune" and e["why"] == "bound"]
+    openings = [p for p in cut_paths if p[-1][0] == "c"]
+    later = [p for p in openings if any(d[0] == "s" for d in p)]
+    assert later  # second kernels, cut the moment they open
+    limits: dict[str, Any] = dict(smem_limit=config.smem_budget, reduction_dimx=config.reduction_dimx)
+    memo: dict[str, Any] = {}
+    for p in later[:: max(1, len(later) // 50)] + openings[:20]:
+        assert opening_bound(prog, p, memo=memo, **limits) == lower_bound(prog, p, **limits)

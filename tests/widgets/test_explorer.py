@@ -19,6 +19,7 @@ from mirage_lab.search.task import task_context
 from mirage_lab.widgets.event_index import EventIndex, label_of
 from mirage_lab.widgets.explorer import SearchExplorer
 from mirage_lab.widgets.explorer_state import ExplorerState, decision_text
+from mirage_lab.widgets.viewer import details_html
 
 
 def test_index_matches_the_events_and_the_report(small_run: SearchResult, small_run_dir: Path) -> None:
@@ -68,6 +69,8 @@ def test_counted_oracle_prunes_are_listed_on_demand(small_run_dir: Path) -> None
     info = st.explain(int(counted[0]))
     assert info["expression"] == st.oracle_prunes(int(counted[0]))["expression"].iloc[0]
     assert info["oracle"] != "(no recorded verdict)" and len(info["children"]) == min(info.get("rejections", 1), 40)
+    shown = details_html({**info, "children": ["s0 < s1", "b"]})  # the widget's table: a child a line, escaped
+    assert "s0 &lt; s1<br>b" in shown
     with pytest.raises(InputError, match="not an oracle prune"):
         st.oracle_prunes(0)
 
