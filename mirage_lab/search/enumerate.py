@@ -733,6 +733,21 @@ class Enumerator:
                            f"more than the cheapest verified one's {us[2]:.2f} µs")
         return True
 
+    def _costlier_than_best(self, node: str, graph: KernelGraph) -> bool:
+        """``cost_bound``: a complete graph that costs more than the cheapest μGraph verified so far is not verified
+        (often the dearest step of an attention search: a batch-8 GQA candidate takes over a second): it could only
+        join the ranking's tail, which the bound shortens anyway. Its cost is exact, so ties are still verified."""
+        if not self.cfg.cost_bound or not math.isfinite(self.incumbent):
+            return False
+        cost = ranking_seconds(graph)
+        if not beyond(cost, self.incumbent):
+            return False
+        us = (cost * 1e6, self.incumbent * 1e6)
+        self._prune(node, "bound", cost_us=round(us[0], 4), best_us=round(us[1], 4),
+                    reason=f"this complete μGraph costs {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}), more than the "
+                           f"cheapest verified one's {us[1]:.2f} µs: it is not verified")
+        return True
+
     # ------------------------------------------------------------------ candidates
     def _try_candidate(self, node: str) -> bool:
         """SPEC §7.2: test every kernel-level state; True when verified (the branch stops)."""
@@ -747,6 +762,8 @@ class Enumerator:
         t = time.perf_counter()
         graph = build_candidate(self.program, self.path, dangling, smem_limit=self.cfg.smem_budget,
                                 reduction_dimx=self.cfg.reduction_dimx)
+        if self._costlier_than_best(node, graph):
+            return True  # (every state below it costs more still)
         if self.verifier is None:
             raise MirageError("this enumerator has no verifier; give one to walk a search (only oracle_prunes "
                               "works without)")

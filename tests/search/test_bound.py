@@ -11,8 +11,10 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.ir.io import graph_to_dict
+from mirage_lab.optimize.hardware import get_hardware
+from mirage_lab.search import bound as bound_module
 from mirage_lab.search import runner
-from mirage_lab.search.bound import beyond, lower_bound, opening_bound, ranking_seconds
+from mirage_lab.search.bound import RANKING_HARDWARE, beyond, lower_bound, opening_bound, ranking_seconds
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.task import run_task, task_context
@@ -171,3 +173,27 @@ def test_a_later_kernel_is_cut_by_its_floor_as_it_opens() -> None:
     memo: dict[str, Any] = {}
     for p in later[:: max(1, len(later) // 50)] + openings[:20]:
         assert opening_bound(prog, p, memo=memo, **limits) == lower_bound(prog, p, **limits)
+
+
+def test_a_complete_graph_dearer_than_the_best_is_not_verified(unbounded: ml.search.SearchResult,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the best's cost as the incumbent, only the best and its ties are verified; every dearer complete graph
+    is cut before verification, with its exact cost in the event. (Here the kernels' floors would cut them all
+    sooner, so the floor is weakened to a launch, still a lower bound, for the graphs to reach the test.)"""
+    costs = _costs(unbounded)
+    best = min(costs.values())
+    launch = get_hardware(RANKING_HARDWARE).launch_s
+    monkeypatch.setattr(bound_module, "customized_floor", lambda *a, **k: launch)
+    pdoc, cdoc = graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL, cost_bound=True).to_dict()
+    prog, config, oracle, verifier = task_context(pdoc, cdoc)
+    checked: list[str] = []
+    monkeypatch.setattr(verifier, "check", lambda g, real=verifier.check: checked.append(g.canonical_hash()) or
+                        real(g))
+    out = Enumerator(prog, config, oracle, verifier, ids="", incumbent=best).run()
+    ties = {h for h, v in costs.items() if v <= best * (1 + 1e-9)}
+    assert {c.hash for c in out.candidates} == ties and len(costs) > len(ties)
+    dearer = [e for e in out.events.events if e["e"] == "prune" and e["why"] == "bound" and "cost_us" in e]
+    assert dearer and all(e["cost_us"] > e["best_us"] for e in dearer)
+    assert "it is not verified" in dearer[0]["reason"]
+    assert len(checked) <= len(ties) + sum(e["e"] == "candidate" and e["outcome"] == "rejected"
+                                           for e in out.events.events)
