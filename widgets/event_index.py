@@ -34,6 +34,7 @@ GROUPS = {"expand": ("expand",), "pruned": tuple(f"pruned:{r}" for r in PRUNE_RE
 _FAST = re.compile(rb'^\{"e":"(expand|prune|candidate)","(?:id|parent|node)":(?:"([^"]*)"|null)'
                    rb'(?:,"parent":(?:"([^"]*)"|null))?(?:,"(?:why|outcome)":"(\w+)")?')
 _COUNT = re.compile(rb',"n":(\d+)\}\s*$')
+BLOCK = 1 << 16  # events per block of the kept counts (``EventIndex.counts``)
 
 
 def label_of(ev: dict[str, Any]) -> str:
@@ -67,6 +68,8 @@ class EventIndex:
         self.parents = np.asarray(parents, dtype=np.int32)  # index of the parent expand event, -1 for the root
         self.weights = np.asarray(weights, dtype=np.int64)  # counted prunes stand for n rejections
         self._children: tuple[np.ndarray, np.ndarray] | None = None
+        self._cum: np.ndarray | None = None  # (``counts``) weighted counts per label before each block
+        self._per_label: np.ndarray | None = None
 
     def _read(self, progress: bool, offsets: list[int], labels: list[int], parents: list[int],
               weights: list[int]) -> None:
@@ -160,10 +163,30 @@ class EventIndex:
         return np.asarray([CODE[x] for x in labels], dtype=np.int8)
 
     def counts(self, upto: int | None = None) -> Counter[str]:
-        """Rejections per verdict (counted prunes weighted by how many they stand for), up to event ``upto``."""
-        end = len(self) if upto is None else upto
-        totals = np.bincount(self.labels[:end], weights=self.weights[:end], minlength=len(LABELS))
+        """Rejections per verdict (counted prunes weighted by how many they stand for), up to event ``upto``.
+
+        Each step asks for this, so sums per block of ``BLOCK`` events are kept (built once): one count adds
+        the blocks before ``upto`` and the rest of its own block, whatever the run's size."""
+        end = len(self) if upto is None else max(0, min(upto, len(self)))
+        cum = self._cumulative()
+        start = (end // BLOCK) * BLOCK
+        totals = cum[end // BLOCK] + np.bincount(self.labels[start:end], weights=self.weights[start:end],
+                                                 minlength=len(LABELS))
         return Counter({LABELS[i]: int(n) for i, n in enumerate(totals) if n})
+
+    def events_per_label(self) -> np.ndarray:
+        """How many events carry each label (in ``LABELS`` order), counted once."""
+        if self._per_label is None:
+            self._per_label = np.bincount(self.labels, minlength=len(LABELS))
+        return self._per_label
+
+    def _cumulative(self) -> np.ndarray:
+        """Row k: the weighted counts per label of the events before ``k * BLOCK``."""
+        if self._cum is None:
+            blocks = [np.bincount(self.labels[a:a + BLOCK], weights=self.weights[a:a + BLOCK], minlength=len(LABELS))
+                      for a in range(0, (len(self) // BLOCK) * BLOCK, BLOCK)]
+            self._cum = np.cumsum(np.vstack([np.zeros(len(LABELS)), *blocks]), axis=0)
+        return self._cum
 
     def children(self, i: int) -> np.ndarray:
         """The events whose parent is expand event ``i``, in order (built once, on first use)."""
@@ -171,7 +194,8 @@ class EventIndex:
             order = np.argsort(self.parents, kind="stable")
             self._children = (order, self.parents[order])
         order, sorted_parents = self._children
-        lo, hi = np.searchsorted(sorted_parents, [i, i + 1])
+        # (the keys in the array's own dtype: int64 keys would make numpy convert the whole array each call)
+        lo, hi = np.searchsorted(sorted_parents, np.asarray([i, i + 1], dtype=sorted_parents.dtype))
         return order[lo:hi]
 
     def ancestors(self, i: int) -> list[int]:

@@ -165,7 +165,7 @@ class ExplorerState:
         """Per verdict: events in the run, rejections they stand for, and how many the cursor has passed."""
         totals = self.index.counts()
         so_far = self.index.counts(upto=self.event_index + 1)
-        events = np.bincount(self.index.labels, minlength=len(LABELS))
+        events = self.index.events_per_label()
         rows = [{"verdict": lab, "events": int(events[i]), "count": totals.get(lab, 0), "so far": so_far.get(lab, 0),
                  "shown": lab in self.active} for i, lab in enumerate(LABELS) if events[i]]
         return pd.DataFrame(rows, columns=["verdict", "events", "count", "so far", "shown"])

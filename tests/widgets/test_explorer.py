@@ -16,7 +16,8 @@ from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.events import EventLog, read_events
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.search.task import task_context
-from mirage_lab.widgets.event_index import EventIndex, label_of
+from mirage_lab.widgets import event_index
+from mirage_lab.widgets.event_index import LABELS, EventIndex, label_of
 from mirage_lab.widgets.explorer import SearchExplorer
 from mirage_lab.widgets.explorer_state import ExplorerState, decision_text
 from mirage_lab.widgets.viewer import details_html
@@ -34,6 +35,20 @@ def test_index_matches_the_events_and_the_report(small_run: SearchResult, small_
     for why, n in report.pruned.items():
         assert counts[f"pruned:{why}"] == n  # counted prunes weigh what they stand for
     assert counts["candidate:verified"] == report.candidates["verified"]
+
+
+def test_counts_up_to_any_event_use_the_kept_block_sums(small_run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``counts(upto)`` adds kept per-block sums and the rest of one block; it agrees with counting every event."""
+    monkeypatch.setattr(event_index, "BLOCK", 1000)  # (a small run: several blocks)
+    ix = EventIndex(small_run_dir / EVENTS, progress=False)
+    assert len(ix) > 3000
+    for upto in [0, 1, 999, 1000, 1001, 2500, len(ix) - 1, len(ix), None]:
+        end = len(ix) if upto is None else upto
+        naive = np.bincount(ix.labels[:end], weights=ix.weights[:end], minlength=len(LABELS))
+        assert ix.counts(upto) == {LABELS[i]: int(n) for i, n in enumerate(naive) if n}, upto
+    assert list(ix.events_per_label()) == list(np.bincount(ix.labels, minlength=len(LABELS)))
+    kids = ix.children(0)
+    assert len(kids) and all(int(ix.parents[k]) == 0 for k in kids)
 
 
 def test_fast_reader_agrees_with_json(tmp_path: Path, small_run_dir: Path) -> None:
