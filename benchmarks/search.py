@@ -13,10 +13,10 @@ unpruned walk hit its cap. ``--block-ops`` sets the block-op cap for that compar
 claim is at 11).
 
     .venv/bin/python benchmarks/search.py [--programs rmsnorm:1,gated_mlp] [--processes 1,2]
-        [--time-limit 600] [--pruning] [--json out.json] [--save-best data/search_best]
+        [--time-limit 600] [--pruning] [--json out.json] [--save-best data/search_best] [--keep-runs DIR]
 
-Each search writes a fresh run folder (its MB and files are reported, then it is removed); with several
-process counts, ``speedup_vs_serial`` compares each with the serial run.
+Each search writes a fresh run folder (its MB and files are reported, then it is removed, or kept under
+``--keep-runs``); with several process counts, ``speedup_vs_serial`` compares each with the serial run.
 
 ``--root`` explores a single block-graph root, e.g. the one holding the reference's GQA kernel 1:
 ``--programs gqa:1 --root '["c", [0, 1, 2], [2, 16, 4], [[0, -1, 1], [0, 2, -1], [0, 1, -1]], [-1, 2, 1], 4]'``
@@ -52,10 +52,14 @@ DEFAULT = "rmsnorm:1,rmsnorm:8,gated_mlp:1,lora:1,ntrans:1,ntrans:8,gqa:1,mqa:1,
 
 
 def search_row(name: str, batch: int, processes: int, time_limit: float,
-               overrides: dict[str, Any] | None = None, save_best: str | None = None) -> dict[str, Any]:
+               overrides: dict[str, Any] | None = None, save_best: str | None = None,
+               keep_runs: str | None = None) -> dict[str, Any]:
     program = programs.PROGRAMS[name](batch)
     config = preset(PRESET[name], time_limit_s=time_limit, **(overrides or {}))
-    runs = tempfile.mkdtemp(prefix="search-bench-")  # a fresh run folder, measured and removed
+    # a fresh run folder, measured, then removed unless kept (``benchmarks/projection.py`` reads kept ones)
+    runs = tempfile.mkdtemp(prefix=f"{name}_bs{batch}_p{processes}-", dir=keep_runs)
+    if keep_runs:
+        Path(runs).chmod(0o700)
     t0 = time.time()  # (starting the pool counts, as it does for executor="process")
     executor = "serial" if processes == 1 else _pool(processes)
     try:
@@ -63,7 +67,8 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
         wall = time.time() - t0
         folder_bytes, folder_files, _ = folder_usage(Path(runs))
     finally:
-        shutil.rmtree(runs, ignore_errors=True)
+        if not keep_runs:
+            shutil.rmtree(runs, ignore_errors=True)
         if executor != "serial":
             executor.shutdown()
     if save_best and res.best is not None:  # the codegen snapshots compile these (tests/codegen)
@@ -94,7 +99,8 @@ def search_row(name: str, batch: int, processes: int, time_limit: float,
             "best_found_s": round(res.best.found_s, 1) if res.best else None,
             "pruned_by_bound": r.pruned.get("bound", 0),
             "unfused_proxy_us": round(proxy_cost(program).seconds * 1e6, 2),
-            "run_folder_MB": round(folder_bytes / 1e6, 2), "run_folder_files": folder_files}
+            "run_folder_MB": round(folder_bytes / 1e6, 2), "run_folder_files": folder_files,
+            **({"kept_run": str(res.run_dir)} if keep_runs and res.run_dir else {})}
 
 
 def with_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -198,16 +204,20 @@ def main() -> int:
     ap.add_argument("--set", default="{}", help='config overrides as JSON, e.g. \'{"normalise_imaps": true}\'')
     ap.add_argument("--json", help="also write the rows and a hardware block to this JSON file")
     ap.add_argument("--save-best", help="write each search's best μGraph to DIR/<program>_bs<batch>.json")
+    ap.add_argument("--keep-runs", help="keep each search's run folder under DIR (for benchmarks/projection.py)")
     args = ap.parse_args()
     cases = [(p.split(":")[0], int(p.split(":")[1]) if ":" in p else 1) for p in args.programs.split(",")]
     rows, prune_rows = [], []
+    if args.keep_runs:
+        Path(args.keep_runs).mkdir(parents=True, exist_ok=True)
     if args.root:
         row = root_row(*cases[0], args.root, args.time_limit, json.loads(args.set))
         print(json.dumps(row))
         return 0
     for name, batch in cases:
         for n in ([] if args.no_search else [int(x) for x in args.processes.split(",")]):
-            rows.append(search_row(name, batch, n, args.time_limit, json.loads(args.set), args.save_best))
+            rows.append(search_row(name, batch, n, args.time_limit, json.loads(args.set), args.save_best,
+                                   args.keep_runs))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         if args.pruning and name in ("rmsnorm", "gated_mlp", "ntrans"):
             prune_rows.append(pruning_row(name, batch, args.block_ops, args.sample, args.unpruned_cap))
