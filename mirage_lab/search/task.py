@@ -44,9 +44,14 @@ def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tup
     return _CONTEXTS[key]
 
 
+#: how long a search's verification waits for memory another worker holds before it gives up (``ResourceError``)
+MEMORY_WAIT_S = 600.0
+
+
 def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
-    """The verifier a search checks its candidates with; it also checks saved candidates again."""
-    return Verifier(program, trials=config.trials, seed=config.seed, float_first=True)
+    """The verifier a search checks its candidates with; it also checks saved candidates again. Its checks
+    wait for memory the other workers' verifications hold, rather than stop the search."""
+    return Verifier(program, trials=config.trials, seed=config.seed, float_first=True, memory_wait_s=MEMORY_WAIT_S)
 
 
 def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,

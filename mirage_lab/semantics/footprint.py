@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,14 +67,33 @@ def _block_peak(bg: BlockGraph) -> int:
     return peak
 
 
-def require_memory(g: KernelGraph, element_bytes: int, what: str) -> None:
-    """Refuse, before allocating, work on ``g`` that cannot fit in this machine's memory."""
+def require_memory(g: KernelGraph, element_bytes: int, what: str, wait_s: float = 0.0) -> None:
+    """Refuse, before allocating, work on ``g`` that cannot fit in this machine's memory.
+
+    With ``wait_s``, work that fits the machine but not what is available *now* waits up to that long for
+    memory to come free instead (search workers: the other worker's verification ends and frees its arrays;
+    the estimate is a lower bound, so a verification that took no turn may still hold most of the memory)."""
     need = peak_elements(g) * element_bytes
     have = available_bytes()
-    if have is not None and need > have:
-        raise ResourceError(f"{what} needs at least {_size(need)} of memory (the inputs and the largest tensor, "
-                            f"{element_bytes} bytes an element) but {_size(have)} is available; use smaller "
-                            "shapes (a smaller batch), or a machine with more memory")
+    if have is None or need <= have:
+        return
+    total = total_bytes()
+    deadline = time.monotonic() + wait_s
+    while (total is None or need <= total) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        have = available_bytes()
+        if have is None or need <= have:
+            return
+    raise ResourceError(f"{what} needs at least {_size(need)} of memory (the inputs and the largest tensor, "
+                        f"{element_bytes} bytes an element) but {_size(have)} is available"
+                        f"{f' after waiting {wait_s:g} s' if wait_s and (total is None or need <= total) else ''}; "
+                        "use smaller shapes (a smaller batch), or a machine with more memory")
+
+
+def total_bytes() -> int | None:
+    """This process's memory ceiling: the smaller of physical memory and the cgroup's limit (None if unknown)."""
+    limits = [v for v in (_meminfo("MemTotal:"), _cgroup_limit()) if v is not None]
+    return min(limits) if limits else None
 
 
 @contextlib.contextmanager
@@ -138,16 +158,32 @@ def _size(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def _meminfo_available() -> int | None:
+def _meminfo(field: str) -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _meminfo_available() -> int | None:
+    have = _meminfo("MemAvailable:")
+    if have is not None:
+        return have
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cgroup_limit() -> int | None:
+    """cgroup v2's memory.max, when a limit is set."""
+    try:
+        limit = (Path("/sys/fs/cgroup") / "memory.max").read_text().strip()
+        return None if limit == "max" else int(limit)
+    except (OSError, ValueError):
         return None
 
 

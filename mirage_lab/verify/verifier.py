@@ -70,19 +70,25 @@ class Verifier:
     ``float_first=True`` (what the search uses) runs the float64 check before the field trials, so the
     many wrong candidates a search meets are rejected at a fraction of a field trial's cost; the
     verdicts are the same, only rejected candidates' evidence is then the float witness.
+    ``memory_wait_s`` (the search's: ``search.task.MEMORY_WAIT_S``) lets a check that fits this machine, but not
+    the memory free at that moment, wait that long for another process's work to free it.
     """
 
     def __init__(self, reference: Any, *, trials: int = 3, seed: int = 0, field: FieldSpec = DEFAULT_FIELD,
                  backend: str | None = None, float_check: FloatCheckMode = "auto",
-                 parity: Parity | None = None, float_first: bool = False) -> None:
+                 parity: Parity | None = None, float_first: bool = False, memory_wait_s: float = 0.0) -> None:
         self.reference = as_graph(reference)
         if parity is not None:  # the reference's exact procedure: one deterministic test over (167, 83)
             field, trials, float_check = REFERENCE_FIELD, 1, False
         _check_settings(trials, seed, field, float_check, parity)
+        if not isinstance(memory_wait_s, int | float) or isinstance(memory_wait_s, bool) or memory_wait_s < 0:
+            raise InputError(f"memory_wait_s must be a number of seconds ≥ 0, got {memory_wait_s!r}")
         self.trials, self.seed, self.field, self.parity = trials, seed, field, parity
+        self.memory_wait_s = float(memory_wait_s)
         self.ns = verification_arith(field, backend)
         if self.ns.xp is np:
-            require_memory(self.reference, self.ns.element_bytes, "verifying over the finite field")
+            require_memory(self.reference, self.ns.element_bytes, "verifying over the finite field",
+                           self.memory_wait_s)
         self.backend = backend
         self.float_check, self.float_first = float_check, float_first
         # per trial: the inputs, and the reference's outputs on the host with their digests
@@ -154,7 +160,7 @@ class Verifier:
         # (the reference was checked once, when the verifier was made); a candidate needing over half the free
         # memory waits until no other such verification runs (another search worker's, say), then is checked
         with large_allocation_turn(peak_elements(cand) * self.ns.element_bytes):
-            require_memory(cand, self.ns.element_bytes, "verifying over the finite field")
+            require_memory(cand, self.ns.element_bytes, "verifying over the finite field", self.memory_wait_s)
             with memory_guard("verifying over the finite field"):
                 return self._check(cand)
 

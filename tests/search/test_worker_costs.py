@@ -80,3 +80,32 @@ def test_a_large_verification_waits_its_turn(tmp_path: Path, monkeypatch: pytest
         os.close(held)
     large.join(5)
     assert ran == [50, 51]
+
+
+def test_a_verification_waits_for_memory_another_worker_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MHA b8 with 2 processes once stopped with a ResourceError: a 2.3 GiB check found 634 MiB free while the
+    other worker's verification (which took no turn: the estimate is a lower bound) held the rest. A search's
+    verifier now waits for memory that fits the machine; what can never fit is refused at once, as before."""
+    import itertools
+
+    from mirage_lab.errors import InputError, ResourceError
+    from mirage_lab.search.task import MEMORY_WAIT_S, search_verifier
+    from mirage_lab.semantics import footprint
+    from mirage_lab.verify.verifier import Verifier
+
+    program = small_rmsnorm()
+    need = footprint.peak_elements(program) * 16
+    frees = itertools.chain([need // 2] * 3, itertools.repeat(need))  # the other worker finishes after 3 looks
+    monkeypatch.setattr(footprint, "available_bytes", lambda: next(frees))
+    monkeypatch.setattr(footprint, "total_bytes", lambda: 4 * need)
+    footprint.require_memory(program, 16, "checking", wait_s=5)  # waited, then fit
+    with pytest.raises(ResourceError, match=r"after waiting 0.5 s"):
+        monkeypatch.setattr(footprint, "available_bytes", lambda: need // 2)
+        footprint.require_memory(program, 16, "checking", wait_s=0.5)
+    monkeypatch.setattr(footprint, "total_bytes", lambda: need // 2)  # larger than the machine: no wait
+    with pytest.raises(ResourceError, match=r"is available; use smaller"):
+        footprint.require_memory(program, 16, "checking", wait_s=600)
+    with pytest.raises(InputError, match="memory_wait_s"):
+        Verifier(program, memory_wait_s=-1)
+    monkeypatch.undo()
+    assert search_verifier(program, preset("mlp")).memory_wait_s == MEMORY_WAIT_S > 0
