@@ -19,10 +19,12 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from mirage_lab.errors import InputError
+from mirage_lab.ir.ops import OPS, Kind
 
-#: unary functions of the language; ``clamp`` carries (lo, hi) as its parameter
-UNARY: Final = frozenset({"exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "clamp", "log"})
-BINARY: Final = frozenset({"add", "mul", "div", "pow"})
+#: the language's unary and binary functions: the heads the op table's ops add (``OpSpec.term``); ``clamp``
+#: carries (lo, hi) as its parameter
+UNARY: Final = frozenset(spec.term for spec in OPS.values() if spec.term and spec.kind is Kind.UNARY)
+BINARY: Final = frozenset(spec.term for spec in OPS.values() if spec.term and spec.kind is Kind.BINARY)
 #: reductions over n elements; the parameter is n
 REDUCE: Final = frozenset({"sum", "rms", "max"})
 HEADS: Final = UNARY | BINARY | REDUCE | {"input"}

@@ -58,7 +58,7 @@ from mirage_lab.errors import ArgumentError, UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.ir.ops import Kind, Level, Op, ops_at
 from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
 from mirage_lab.optimize.hardware import HARDWARE
@@ -334,29 +334,26 @@ def flat(dims: Dims, cs: list[str], strides: Dims | None = None) -> str:
     return " + ".join(terms) or "0"
 
 
-UNARY_EXPR: dict[Op, Callable[[str, Node], str]] = {
-    Op.EXP: lambda x, n: f"expf({x})",
-    Op.SQUARE: lambda x, n: f"{x} * {x}",
-    Op.SQRT: lambda x, n: f"sqrtf({x})",
-    Op.MUL_SCALAR: lambda x, n: f"{x} * {cfloat(n.attr('scalar'))}",
-    Op.SILU: lambda x, n: f"mirage_silu({x})",
-    Op.SIGMOID: lambda x, n: f"mirage_sigmoid({x})",
-    Op.GELU: lambda x, n: f"mirage_gelu({x})",
-    Op.RELU: lambda x, n: f"fmaxf({x}, 0.f)",
-    Op.CLAMP: lambda x, n: f"fminf(fmaxf({x}, {cfloat(n.attr('min'))}), {cfloat(n.attr('max'))})",
-    Op.LOG: lambda x, n: f"logf({x})",
-}
-BINARY_EXPR: dict[Op, Callable[[str, str], str]] = {
-    Op.ADD: lambda a, b: f"{a} + {b}",
-    Op.SUB: lambda a, b: f"{a} - {b}",
-    Op.MUL: lambda a, b: f"{a} * {b}",
-    Op.DIV: lambda a, b: f"{a} / {b}",
-    Op.POW: lambda a, b: f"powf({a}, {b})",
-}
+def _expression(op: Op) -> Callable[..., str]:
+    """An elementwise op's CUDA expression, from its template in the op table (``OpSpec.cuda``)."""
+    spec = op.spec
+    template = spec.cuda
+    assert template is not None, f"{op.value} declares no CUDA expression"
+    if spec.arity == 1:
+        return lambda x, n: template.format(x=x, **{a: cfloat(n.attr(a)) for a in spec.attrs})
+    return lambda a, b: template.format(a=a, b=b)
+
+
+_ELEMENTWISE = [op for op in Op if op.spec.lowering == "elementwise"]
+UNARY_EXPR: dict[Op, Callable[[str, Node], str]] = {op: _expression(op) for op in _ELEMENTWISE if op.spec.arity == 1}
+BINARY_EXPR: dict[Op, Callable[[str, str], str]] = {op: _expression(op) for op in _ELEMENTWISE if op.spec.arity == 2}
 #: accumulator post-processing after the loop; ``count`` = F · (the input's last dim) (SPEC §3.3)
+def _finalize(template: str) -> Callable[[str, int], str]:
+    return lambda v, count: template.format(v=v, count=cfloat(count))
+
+
 FINAL_EXPR: dict[Op, Callable[[str, int], str]] = {
-    Op.ACCUM_MEAN: lambda v, count: f"{v} / {cfloat(count)}",
-    Op.ACCUM_RMS: lambda v, count: f"sqrtf({v} / {cfloat(count)})",
+    op: _finalize(t) for op in Op if op.spec.accum is not None and (t := op.spec.accum.cuda_finalize) is not None
 }
 
 
@@ -1000,21 +997,16 @@ def _row(op: Op, n: int) -> str:
     return f"idx / {n}" if op is Op.ACCUM_NO_RED_RESCALE else "idx"
 
 
+#: the emitter of each lowering family (``ir.ops.LOWERINGS``) but "kernel" (customized ops are whole kernels)
+FAMILIES: dict[str, Callable[[KernelWriter, int], None]] = {
+    "load": emit_loader, "save": emit_saver, "matmul": emit_matmul, "reduction": emit_reduction,
+    "reduction_max": emit_reduction_max, "rms_norm": emit_rms_norm, "concat": emit_concat,
+    "accumulate": emit_accumulate,
+}
+#: each block-level op's emitter, by its lowering family in the op table
 EMIT: dict[Op, Callable[[KernelWriter, int], None]] = {
-    Op.INPUT: emit_loader,
-    Op.OUTPUT: emit_saver,
-    Op.MATMUL: emit_matmul,
-    Op.CONCAT_THEN_MATMUL: emit_matmul,
-    **{op: emit_unary for op in UNARY_EXPR},
-    **{op: emit_binary for op in BINARY_EXPR},
-    Op.REDUCTION: emit_reduction,
-    Op.REDUCTION_TO_DIMX: emit_reduction,
-    Op.REDUCTION_MAX: emit_reduction_max,
-    Op.RMS_NORM: emit_rms_norm,
-    Op.CONCAT: emit_concat,
-    **{op: emit_accumulate for op in (Op.ACCUM_NO_RED, Op.ACCUM_SUM, Op.ACCUM_MEAN, Op.ACCUM_RMS,
-                                      Op.ACCUM_SUM_TODIMX, Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_SUM_RESCALE,
-                                      Op.ACCUM_MAX)},
+    op: (emit_unary if op in UNARY_EXPR else emit_binary) if op.spec.lowering == "elementwise"
+    else FAMILIES[str(op.spec.lowering)] for op in ops_at(Level.BLOCK)
 }
 #: block-level ops the CUDA backend does not lower, with the reason (every block op is in EMIT or here)
 UNSUPPORTED: dict[Op, str] = {}

@@ -1,47 +1,96 @@
-"""The op table: the single source of truth for every op at every level.
+"""The op table: every op declared once, with every aspect each layer reads.
 
-Each ``Op`` has one ``OpSpec`` row in ``OPS`` holding its levels and numeric codes
-(SPEC §2, §3.3), arity, attributes, shape rule and evaluation rule. The evaluation
-rule is written once against a number system (``mirage_lab.semantics.arith``), so
-the float interpreter and the finite-field verifier share it.
+Each ``Op`` has one ``OpSpec`` row in ``OPS``, its only definition. A row holds:
 
-Evaluation rules receive values whose *trailing* axes are the tensor's dims; any
-leading axes (grid blocks, loop iterations) are batch axes. Rules therefore address
-tensor dims with negative axes only.
+* its levels and numeric codes (SPEC §2, §3.3), arity and attributes, and its shape rule (``shape_rules``);
+* its evaluation rule, written once against a number system so that floats and the finite field share it
+  (``op_rules``), and its standing in the field (``FieldRule``: exact, or why not);
+* its degree rule (SPEC §6.5) and its abstract expression (SPEC §5.2: the rule, and the head ``term`` it adds
+  to the expression language, if any);
+* how backends lower it (``lowering``: the emitter family; ``cuda``: the expression of an elementwise op);
+* its mutation family (``verify/mutate.py`` replaces an op by a sibling of its family).
+
+Every side table (the heuristic ops, the degree walk, the expression language's heads, the CUDA expressions,
+the mutation siblings) is derived from these rows; ``tests/ir/test_op_table.py`` checks that each op declares
+every aspect and that the derived tables agree. ``docs/adding_an_op.md`` walks through adding one.
 """
 
 from __future__ import annotations
 
 import enum
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mirage_lab.errors import ShapeError
+from mirage_lab.ir.op_rules import (
+    abs_accum,
+    abs_binary,
+    abs_clamp,
+    abs_concat_then_matmul,
+    abs_identity,
+    abs_matmul,
+    abs_reduction,
+    abs_reduction_max,
+    abs_reduction_to_dimx,
+    abs_rms_norm,
+    abs_unary,
+    binary_rule,
+    contrib_identity,
+    contrib_row_sum,
+    contrib_row_sumsq,
+    contrib_todimx,
+    deg_concat_matmul,
+    deg_double,
+    deg_keep,
+    deg_product,
+    deg_square,
+    eval_clamp,
+    eval_concat,
+    eval_concat_then_matmul,
+    eval_mul_scalar,
+    eval_reduction,
+    eval_reduction_max,
+    eval_reduction_to_dimx,
+    eval_rms_norm,
+    final_mean,
+    final_rms,
+    unary_rule,
+)
+from mirage_lab.ir.op_types import (
+    EXACT,
+    AbstractRule,
+    AccumRule,
+    AttrValue,
+    DegreeRule,
+    Dims,
+    EvalArgs,
+    EvalRule,
+    FieldRule,
+    Kind,
+    Level,
+    ShapeContext,
+    ShapeRule,
+)
+from mirage_lab.ir.shape_rules import (
+    shape_accum,
+    shape_accum_red,
+    shape_accum_rescale,
+    shape_accum_sum_rescale,
+    shape_accum_todimx,
+    shape_broadcast,
+    shape_concat,
+    shape_concat_then_matmul,
+    shape_io,
+    shape_matmul,
+    shape_reduction,
+    shape_reduction_max,
+    shape_reduction_to_dimx,
+    shape_rms_norm,
+    shape_same,
+)
 
-Dims = tuple[int, ...]
-AttrValue = int | float | str | tuple[int, ...]
-
-
-class Level(enum.Enum):
-    KERNEL = "kernel"
-    BLOCK = "block"
-    THREAD = "thread"
-
-
-class Kind(enum.Enum):
-    """Families of ops; passes dispatch on these rather than on individual ops."""
-
-    IO = "io"
-    UNARY = "unary"
-    BINARY = "binary"
-    MATMUL = "matmul"
-    REDUCTION = "reduction"
-    NORM = "norm"
-    CONCAT = "concat"
-    ACCUM = "accum"
-    CUSTOMIZED = "customized"
+__all__ = ["ACCUM_KEY", "ACCUM_NAMES", "EXACT", "LOWERINGS", "OPS", "AccumRule", "AttrValue", "Dims", "EvalArgs",
+           "FieldRule", "Kind", "Level", "Op", "OpSpec", "ShapeContext", "mutation_siblings", "ops_at"]
 
 
 class Op(enum.Enum):
@@ -87,45 +136,10 @@ class Op(enum.Enum):
         return OPS[self]
 
 
-@dataclass(frozen=True)
-class ShapeContext:
-    """What a shape rule may need beyond its inputs: the level and the block graph's X."""
-
-    level: Level
-    reduction_dimx: int = 64
-
-
-@dataclass(frozen=True)
-class EvalArgs:
-    """What an evaluation rule may need besides its input values."""
-
-    attrs: Mapping[str, Any]
-    in_dims: tuple[Dims, ...]
-    reduction_dimx: int = 64
-    forloop_range: int = 1  # only abstract rules read it (accumulators)
-
-    def axis(self, dim: int, operand: int = 0) -> int:
-        """The negative axis of tensor dim ``dim`` (values may carry leading batch axes)."""
-        return dim - len(self.in_dims[operand])
-
-
-ShapeRule = Callable[[ShapeContext, Sequence[Dims], Mapping[str, Any]], list[Dims]]
-EvalRule = Callable[..., Any]
-# (algebra, args, *input terms) -> output term, or a tuple of terms for multi-output ops (SPEC §5.2)
-AbstractRule = Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class AccumRule:
-    """How a for-loop accumulator combines iterations (SPEC §3.3).
-
-    ``contrib`` reduces one iteration's tile; ``combine`` is "sum", "max" or "rescale";
-    ``finalize`` post-processes the combined value given ``count`` = F · (reduced last dim).
-    """
-
-    contrib: Callable[[Any, Any, int], Any]
-    combine: str = "sum"
-    finalize: Callable[[Any, Any, int], Any] | None = None
+#: the emitter families every backend implements; an op's ``lowering`` names one ("elementwise" ops give
+#: their expression in ``cuda``). The kernel-level op is lowered as a whole kernel, never by a block emitter.
+LOWERINGS = ("load", "save", "elementwise", "matmul", "reduction", "reduction_max", "rms_norm", "concat",
+             "accumulate", "kernel")
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,17 @@ class OpSpec:
     code_adds_dim: bool = False
     # op(a, b) = op(b, a) exactly (in floats and in the field), with the same shape rule and cost either way
     commutative: bool = False
+    # -- the aspects below have no default that could stand for "forgotten": each row states them
+    field: FieldRule | None = None
+    degree: DegreeRule | None = None
+    #: the head this op adds to the abstract-expression language (SPEC §5.1), None when it adds none
+    term: str | None = None
+    lowering: str | None = None
+    #: an elementwise op's CUDA expression: ``{x}`` (or ``{a}``, ``{b}``) and its attributes by name
+    cuda: str | None = None
+    #: ``verify/mutate.py`` replaces an op by the others of its family ("unary", "binary"), ``pairs`` first
+    mutation_family: str | None = None
+    mutation_pairs: tuple[Op, ...] = ()
     doc: str = ""
 
     @property
@@ -157,367 +182,111 @@ class OpSpec:
         return base + int((attrs or {}).get("dim", 0)) if self.code_adds_dim else base
 
 
-# --------------------------------------------------------------------------- shape rules
-
-
-def _fail(msg: str) -> ShapeError:
-    return ShapeError(msg)
-
-
-def _rank_of(dims: Sequence[Dims], n: int) -> None:
-    if len(dims) != n:
-        raise _fail(f"expects {n} input(s), got {len(dims)}")
-
-
-def shape_same(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    return [dims[0]]
-
-
-def shape_broadcast(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 2)
-    a, b = dims
-    if len(a) != len(b):
-        raise _fail(f"operands must have the same rank, got {a} (rank {len(a)}) and {b} (rank {len(b)}); "
-                    "reshape one of them (size-1 broadcasting needs equal ranks)")
-    out = []
-    for d, (x, y) in enumerate(zip(a, b, strict=True)):
-        if x != y and 1 not in (x, y):
-            raise _fail(f"dim {d} sizes {x} and {y} are neither equal nor 1 (operands {a} and {b}); "
-                        "make them equal, or one of them 1 to broadcast")
-        out.append(max(x, y))
-    return [tuple(out)]
-
-
-def _matmul_dims(ctx: ShapeContext, a: Dims, b: Dims) -> Dims:
-    if len(a) != len(b) or len(a) < 2:
-        raise _fail(f"operands must have the same rank ≥ 2, got {a} and {b}")
-    if a[-1] != b[-2]:
-        raise _fail(f"inner dims differ: A{a}[-1] = {a[-1]} but B{b}[-2] = {b[-2]}; A's last dim must "
-                    "equal B's second-to-last (check the operand order, or pass B transposed)")
-    if ctx.level is Level.KERNEL:
-        if a[:-2] != b[:-2]:
-            raise _fail(f"batch dims must be equal (no broadcasting): A{a} vs B{b}; give both operands "
-                        "the same leading dims")
-    elif any(x != 1 for x in a[:-2] + b[:-2]):
-        raise _fail(f"block-level matmul has no batch: every leading dim must be 1, got A{a} and B{b}; "
-                    "split the batch dim fully across the grid (imap)")
-    return (*a[:-2], a[-2], b[-1])
-
-
-def shape_matmul(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 2)
-    return [_matmul_dims(ctx, dims[0], dims[1])]
-
-
-def _check_dim(dims: Dims, d: int, max_dim: int = 2) -> None:
-    if not 0 <= d < len(dims):
-        raise _fail(f"dim {d} is out of range for a rank-{len(dims)} tensor {dims}; use a dim in "
-                    f"0..{len(dims) - 1} (or a negative index from the end)")
-    if d > max_dim:
-        raise _fail(f"dim {d} is not supported (reductions exist for dims 0..{max_dim}); "
-                    "reorder the tensor's dims")
-
-
-def shape_reduction(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    x, d = dims[0], int(attrs["dim"])
-    _check_dim(x, d)
-    s = int(attrs.get("group_size", 1))
-    if s < 1 or x[d] % s:
-        raise _fail(f"group size {s} must be ≥ 1 and divide dim {d} (size {x[d]}) of {x}")
-    return [(*x[:d], s, *x[d + 1:])]
-
-
-def shape_reduction_to_dimx(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    x, d, X = dims[0], int(attrs["dim"]), ctx.reduction_dimx
-    _check_dim(x, d)
-    if x[d] % X:
-        raise _fail(f"dim {d} (size {x[d]}) of {x} is not a multiple of reduction_dimx = {X}; "
-                    "pick a reduction_dimx that divides it")
-    return [(*x[:d], X, *x[d + 1:])]
-
-
-def shape_reduction_max(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    out = shape_reduction(ctx, dims, {"dim": attrs["dim"]})[0]
-    return [out, out]
-
-
-def shape_rms_norm(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    x = dims[0]
-    norm = tuple(attrs.get("normalized_shape", x[-1:]))
-    if not norm or len(norm) > len(x) or x[len(x) - len(norm):] != norm:
-        raise _fail(f"normalized_shape {norm} must equal the trailing dims of {x}")
-    return [x]
-
-
-def shape_concat(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 2)
-    a, b, d = dims[0], dims[1], int(attrs["dim"])
-    _check_dim(a, d)
-    if len(a) != len(b) or any(x != y for i, (x, y) in enumerate(zip(a, b, strict=True)) if i != d):
-        raise _fail(f"concat along dim {d} needs all other dims equal, got {a} and {b}")
-    return [(*a[:d], a[d] + b[d], *a[d + 1:])]
-
-
-def shape_concat_then_matmul(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 4)
-    a0, a1, b0, b1 = dims
-    left = shape_concat(ctx, [a0, a1], {"dim": len(a0) - 1})[0]
-    right = shape_concat(ctx, [b0, b1], {"dim": len(b0) - 2})[0]
-    return [_matmul_dims(ctx, left, right)]
-
-
-def _last_to(x: Dims, n: int) -> Dims:
-    return (*x[:-1], n)
-
-
-def shape_accum(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    return [dims[0]]
-
-
-def shape_accum_red(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    return [_last_to(dims[0], 1)]
-
-
-def shape_accum_todimx(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 1)
-    x, X = dims[0], ctx.reduction_dimx
-    if x[-1] % X or x[-1] <= X:
-        raise _fail(f"the last dim (size {x[-1]}) of {x} must be a multiple of reduction_dimx = {X} "
-                    "and larger than it")
-    return [_last_to(x, X)]
-
-
-def _check_rescale(x: Dims, s: Dims) -> None:
-    if s != _last_to(x, 1):
-        raise _fail(f"the rescale factor must hold one value per row, shape {_last_to(x, 1)}, got {s}")
-
-
-def shape_accum_rescale(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 2)
-    _check_rescale(*dims)
-    return [dims[0]]
-
-
-def shape_accum_sum_rescale(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    _rank_of(dims, 2)
-    _check_rescale(*dims)
-    return [_last_to(dims[0], 1)]
-
-
-def shape_io(ctx: ShapeContext, dims: Sequence[Dims], attrs: Mapping[str, Any]) -> list[Dims]:
-    raise AssertionError("input/output/customized shapes are derived by the graph builders")
-
-
-# --------------------------------------------------------------------------- evaluation rules
-# ``ns`` is a number system (semantics.arith); values carry batch axes in front.
-
-
-def _unary(method: str) -> EvalRule:
-    return lambda ns, args, x: getattr(ns, method)(x)
-
-
-def _binary(method: str) -> EvalRule:
-    return lambda ns, args, a, b: getattr(ns, method)(a, b)
-
-
-def eval_reduction(ns: Any, args: EvalArgs, x: Any) -> Any:
-    """Strided grouping: ``out[j] = Σ_k x[j + k·s]`` over dim d (SPEC §2)."""
-    return ns.sum_strided(x, args.axis(int(args.attrs["dim"])), int(args.attrs.get("group_size", 1)))
-
-
-def eval_reduction_to_dimx(ns: Any, args: EvalArgs, x: Any) -> Any:
-    return ns.sum_strided(x, args.axis(int(args.attrs["dim"])), args.reduction_dimx)
-
-
-def eval_reduction_max(ns: Any, args: EvalArgs, x: Any) -> Any:
-    """[lab decision] per-iteration max over dim d; the running part is done by the interpreter."""
-    return ns.amax(x, args.axis(int(args.attrs["dim"])))
-
-
-def eval_rms_norm(ns: Any, args: EvalArgs, x: Any) -> Any:
-    norm = tuple(args.attrs.get("normalized_shape", args.in_dims[0][-1:]))
-    axes = tuple(range(-len(norm), 0))
-    return ns.div(x, ns.rms(x, axes, math.prod(norm)))
-
-
-def eval_concat(ns: Any, args: EvalArgs, a: Any, b: Any) -> Any:
-    return ns.concat([a, b], args.axis(int(args.attrs["dim"])))
-
-
-def eval_concat_then_matmul(ns: Any, args: EvalArgs, a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
-    """``[A0 A1] @ [B0; B1]``: A0·B0 + A1·B1 when the split points agree (A0's columns = B0's rows); the
-    shape rule only asks the concatenations to match, so otherwise the concatenations are multiplied."""
-    if args.in_dims[0][-1] == args.in_dims[2][-2]:
-        return ns.add(ns.matmul(a0, b0), ns.matmul(a1, b1))
-    left = ns.concat([a0, a1], args.axis(len(args.in_dims[0]) - 1, 0))
-    right = ns.concat([b0, b1], args.axis(len(args.in_dims[2]) - 2, 2))
-    return ns.matmul(left, right)
-
-
-def eval_mul_scalar(ns: Any, args: EvalArgs, x: Any) -> Any:
-    return ns.mul_scalar(x, float(args.attrs["scalar"]))
-
-
-def eval_clamp(ns: Any, args: EvalArgs, x: Any) -> Any:
-    return ns.clamp(x, float(args.attrs["min"]), float(args.attrs["max"]))
-
-
-def _contrib_identity(ns: Any, x: Any, dimx: int) -> Any:
-    return x
-
-
-def _contrib_row_sum(ns: Any, x: Any, dimx: int) -> Any:
-    return ns.sum(x, -1)
-
-
-def _contrib_row_sumsq(ns: Any, x: Any, dimx: int) -> Any:
-    return ns.sum(ns.square(x), -1)
-
-
-def _contrib_todimx(ns: Any, x: Any, dimx: int) -> Any:
-    return ns.sum_strided(x, -1, dimx)
-
-
-def _final_mean(ns: Any, acc: Any, count: int) -> Any:
-    return ns.div_int(acc, count)
-
-
-def _final_rms(ns: Any, acc: Any, count: int) -> Any:
-    return ns.sqrt(ns.div_int(acc, count))
-
-
-
-# --------------------------------------------------------------------------- abstract rules
-# SPEC §5.2. ``alg`` is a term algebra (absexpr.terms.TermAlgebra); partitioning is invisible,
-# only reduction degrees appear. Block-level in_dims are tile dims, so a block matmul sums over
-# its *local* k. [lab] decisions for ops outside §5.2 are in docs/decisions.md.
-
-
-def _abs_unary(name: str) -> AbstractRule:
-    return lambda alg, args, x: alg.unary(name, x)
-
-
-def _abs_binary(method: str) -> AbstractRule:
-    return lambda alg, args, a, b: getattr(alg, method)(a, b)
-
-
-def _abs_identity(alg: Any, args: EvalArgs, x: Any, *rest: Any) -> Any:
-    return x
-
-
-def abs_matmul(alg: Any, args: EvalArgs, a: Any, b: Any) -> Any:
-    return alg.reduce("sum", args.in_dims[0][-1], alg.mul(a, b))
-
-
-def abs_reduction(alg: Any, args: EvalArgs, x: Any) -> Any:
-    """The full dim, whatever the group size (SPEC §5.2 [ref])."""
-    return alg.reduce("sum", args.in_dims[0][int(args.attrs["dim"])], x)
-
-
-def abs_reduction_to_dimx(alg: Any, args: EvalArgs, x: Any) -> Any:
-    return alg.reduce("sum", args.in_dims[0][int(args.attrs["dim"])] // args.reduction_dimx, x)
-
-
-def abs_reduction_max(alg: Any, args: EvalArgs, x: Any) -> Any:
-    m = alg.reduce("max", args.in_dims[0][int(args.attrs["dim"])], x)
-    return (m, m)
-
-
-def abs_rms_norm(alg: Any, args: EvalArgs, x: Any) -> Any:
-    norm = tuple(args.attrs.get("normalized_shape", args.in_dims[0][-1:]))
-    return alg.div(x, alg.reduce("rms", math.prod(norm), x))
-
-
-def abs_concat_then_matmul(alg: Any, args: EvalArgs, a0: Any, a1: Any, b0: Any, b1: Any) -> Any:
-    k0, k1 = args.in_dims[0][-1], args.in_dims[1][-1]
-    return alg.add(alg.reduce("sum", k0, alg.mul(a0, b0)), alg.reduce("sum", k1, alg.mul(a1, b1)))
-
-
-def abs_clamp(alg: Any, args: EvalArgs, x: Any) -> Any:
-    return alg.unary("clamp", x, (float(args.attrs["min"]), float(args.attrs["max"])))
-
-
-def _abs_accum(name: str, per_row: bool = True, todimx: bool = False) -> AbstractRule:
-    """An accumulator reduces over F iterations times what each iteration reduces of its tile."""
-
-    def rule(alg: Any, args: EvalArgs, x: Any, *rescale: Any) -> Any:
-        last = args.in_dims[0][-1]
-        n = args.forloop_range * ((last // args.reduction_dimx if todimx else last) if per_row else 1)
-        return alg.reduce(name, n, x)
-
-    return rule
-
 # --------------------------------------------------------------------------- the table
 
 K, B = Level.KERNEL, Level.BLOCK
 
+_EXP_FIELD = "field rule built on exp's ω^(x_q), which loses the q-component"
+_NO_ORDER = "the field has no order: a deterministic per-component stand-in, not an identity (SPEC §6.2)"
+_SQRT = "x^((p+1)/4), a true square root only of quadratic residues"
 
-def _row(op: Op, kind: Kind, codes: dict[Level, int], arity: int, shape: ShapeRule, **kw: Any) -> OpSpec:
-    return OpSpec(op=op, kind=kind, codes=codes, arity=arity, shape=shape, **kw)
+
+def _unary(op: Op, k: int, b: int, field: FieldRule, cuda: str, pairs: tuple[Op, ...] = (), **kw: Any) -> OpSpec:
+    """A one-operand elementwise op with no attributes: its own term, its number systems' method of its name."""
+    return OpSpec(op, Kind.UNARY, {K: k, B: b}, 1, shape_same, evaluate=unary_rule(op.value),
+                  abstract=abs_unary(op.value), smem_counted=False, field=field, degree=kw.pop("degree", deg_keep),
+                  term=op.value, lowering="elementwise", cuda=cuda, mutation_family="unary", mutation_pairs=pairs,
+                  **kw)
 
 
-_UNARY = [  # op, kernel code, block code
-    (Op.EXP, 1100, 2100), (Op.SQUARE, 1101, 2101), (Op.SQRT, 1102, 2102), (Op.SILU, 1104, 2104),
-    (Op.SIGMOID, 1105, 2105), (Op.GELU, 1106, 2106), (Op.RELU, 1150, 2150), (Op.LOG, 1160, 2160),
-]
-_BINARY = [(Op.ADD, 1200, 2200), (Op.MUL, 1201, 2201), (Op.DIV, 1202, 2202), (Op.POW, 1203, 2204)]
+def _binary(op: Op, codes: dict[Level, int], cuda: str, degree: DegreeRule = deg_keep, pairs: tuple[Op, ...] = (),
+            **kw: Any) -> OpSpec:
+    """A broadcasting two-operand elementwise op."""
+    kw.setdefault("field", EXACT)
+    kw.setdefault("abstract", abs_binary(op.value))
+    kw.setdefault("term", op.value)
+    return OpSpec(op, Kind.BINARY, codes, 2, shape_broadcast, evaluate=binary_rule(op.value), degree=degree,
+                  lowering="elementwise", cuda=cuda, mutation_family="binary", mutation_pairs=pairs, **kw)
+
+
+def _accum(op: Op, code: int, arity: int, shape: ShapeRule, accum: AccumRule, abstract: AbstractRule,
+           field: FieldRule = EXACT, degree: DegreeRule = deg_keep, **kw: Any) -> OpSpec:
+    """A for-loop accumulator (SPEC §3.3): block level only, lowered by the accumulator emitter."""
+    return OpSpec(op, Kind.ACCUM, {B: code}, arity, shape, accum=accum, abstract=abstract, field=field,
+                  degree=degree, lowering="accumulate", **kw)
+
 
 _ROWS: list[OpSpec] = [
-    _row(Op.INPUT, Kind.IO, {K: 1001, B: 2001}, 0, shape_io, smem_counted=True,
-         doc="kernel: a program input; block: a loader (imap, forloop_dim)"),
-    _row(Op.OUTPUT, Kind.IO, {K: 1002, B: 2002}, 1, shape_io, smem_counted=False,
-         doc="kernel: a marked output; block: a saver (omap)"),
-    _row(Op.MATMUL, Kind.MATMUL, {K: 1003, B: 2003}, 2, shape_matmul, evaluate=_binary("matmul"),
-         abstract=abs_matmul),
-    *[_row(op, Kind.UNARY, {K: k, B: b}, 1, shape_same, evaluate=_unary(op.value), smem_counted=False,
-           abstract=_abs_unary(op.value)) for op, k, b in _UNARY],
-    _row(Op.MUL_SCALAR, Kind.UNARY, {K: 1103, B: 2103}, 1, shape_same, evaluate=eval_mul_scalar,
-         attrs=("scalar",), smem_counted=False, abstract=_abs_identity, doc="abstract: constants are invisible"),
-    _row(Op.CLAMP, Kind.UNARY, {K: 1151, B: 2151}, 1, shape_same, evaluate=eval_clamp,
-         attrs=("min", "max"), smem_counted=False, abstract=abs_clamp),
-    *[_row(op, Kind.BINARY, {K: k, B: b}, 2, shape_broadcast, evaluate=_binary(op.value),
-           abstract=_abs_binary(op.value), commutative=op in (Op.ADD, Op.MUL)) for op, k, b in _BINARY],
-    _row(Op.SUB, Kind.BINARY, {B: 2203}, 2, shape_broadcast, evaluate=_binary("sub"),
-         abstract=_abs_binary("add"), doc="abstract: add (signs are constants, and constants are invisible)"),
-    _row(Op.REDUCTION, Kind.REDUCTION, {K: 1300, B: 2301}, 1, shape_reduction, evaluate=eval_reduction,
-         attrs=("dim",), code_adds_dim=True, abstract=abs_reduction, doc="kernel: optional group_size (strided)"),
-    _row(Op.REDUCTION_TO_DIMX, Kind.REDUCTION, {B: 2304}, 1, shape_reduction_to_dimx,
-         evaluate=eval_reduction_to_dimx, attrs=("dim",), code_adds_dim=True, abstract=abs_reduction_to_dimx),
-    _row(Op.REDUCTION_MAX, Kind.REDUCTION, {B: 2307}, 1, shape_reduction_max, attrs=("dim",),
-         evaluate=eval_reduction_max, abstract=abs_reduction_max,
-         n_outputs=2, code_adds_dim=True,
-         doc="running max over dim and loop iterations, and diff = previous max − new max"),
-    _row(Op.RMS_NORM, Kind.NORM, {K: 1350, B: 2350}, 1, shape_rms_norm, evaluate=eval_rms_norm,
-         abstract=abs_rms_norm),
-    _row(Op.CONCAT, Kind.CONCAT, {B: 2400}, 2, shape_concat, evaluate=eval_concat, attrs=("dim",),
-         code_adds_dim=True, abstract=_abs_binary("add"), doc="abstract: add of the parts"),
-    _row(Op.CONCAT_THEN_MATMUL, Kind.MATMUL, {B: 2411}, 4, shape_concat_then_matmul,
-         evaluate=eval_concat_then_matmul, abstract=abs_concat_then_matmul),
-    _row(Op.ACCUM_NO_RED, Kind.ACCUM, {B: 2500}, 1, shape_accum, smem_counted=False,
-         accum=AccumRule(_contrib_identity), abstract=_abs_accum("sum", per_row=False)),
-    _row(Op.ACCUM_SUM, Kind.ACCUM, {B: 2501}, 1, shape_accum_red, accum=AccumRule(_contrib_row_sum),
-         abstract=_abs_accum("sum")),
-    _row(Op.ACCUM_MEAN, Kind.ACCUM, {B: 2502}, 1, shape_accum_red,
-         accum=AccumRule(_contrib_row_sum, finalize=_final_mean), abstract=_abs_accum("sum")),
-    _row(Op.ACCUM_RMS, Kind.ACCUM, {B: 2503}, 1, shape_accum_red,
-         accum=AccumRule(_contrib_row_sumsq, finalize=_final_rms), abstract=_abs_accum("rms")),
-    _row(Op.ACCUM_SUM_TODIMX, Kind.ACCUM, {B: 2504}, 1, shape_accum_todimx, accum=AccumRule(_contrib_todimx),
-         abstract=_abs_accum("sum", todimx=True)),
-    _row(Op.ACCUM_NO_RED_RESCALE, Kind.ACCUM, {B: 2505}, 2, shape_accum_rescale,
-         accum=AccumRule(_contrib_identity, combine="rescale"), abstract=_abs_accum("sum", per_row=False),
-         doc="abstract: the rescale factor is invisible"),
-    _row(Op.ACCUM_SUM_RESCALE, Kind.ACCUM, {B: 2506}, 2, shape_accum_sum_rescale,
-         accum=AccumRule(_contrib_row_sum, combine="rescale"), abstract=_abs_accum("sum"),
-         doc="abstract: the rescale factor is invisible"),
-    _row(Op.ACCUM_MAX, Kind.ACCUM, {B: 2507}, 1, shape_accum, accum=AccumRule(_contrib_identity, combine="max"),
-         abstract=_abs_accum("max", per_row=False)),
-    _row(Op.CUSTOMIZED, Kind.CUSTOMIZED, {K: 1999}, -1, shape_io),
+    OpSpec(Op.INPUT, Kind.IO, {K: 1001, B: 2001}, 0, shape_io, smem_counted=True, field=EXACT, degree=deg_keep,
+           lowering="load", doc="kernel: a program input; block: a loader (imap, forloop_dim)"),
+    OpSpec(Op.OUTPUT, Kind.IO, {K: 1002, B: 2002}, 1, shape_io, smem_counted=False, field=EXACT, degree=deg_keep,
+           lowering="save", doc="kernel: a marked output; block: a saver (omap)"),
+    OpSpec(Op.MATMUL, Kind.MATMUL, {K: 1003, B: 2003}, 2, shape_matmul, evaluate=binary_rule("matmul"),
+           abstract=abs_matmul, field=EXACT, degree=deg_product, lowering="matmul"),
+    _unary(Op.EXP, 1100, 2100, FieldRule("conjecture", "(ω^(x_q) mod p, 0): a homomorphism from (Z_q, +) into "
+                                         "(Z_p*, ·); the q-component is lost, so nested exp is meaningless"),
+           "expf({x})", pairs=(Op.SILU,)),
+    _unary(Op.SQUARE, 1101, 2101, EXACT, "{x} * {x}", degree=deg_square),
+    _unary(Op.SQRT, 1102, 2102, FieldRule("heuristic", _SQRT), "sqrtf({x})"),
+    _unary(Op.SILU, 1104, 2104, FieldRule("heuristic", f"x·σ(x), σ by the {_EXP_FIELD}"), "mirage_silu({x})",
+           pairs=(Op.EXP,)),
+    _unary(Op.SIGMOID, 1105, 2105, FieldRule("heuristic", f"e^x / (1 + e^x), by the {_EXP_FIELD}"),
+           "mirage_sigmoid({x})"),
+    _unary(Op.GELU, 1106, 2106, FieldRule("heuristic", f"x·σ(2x), σ by the {_EXP_FIELD}"), "mirage_gelu({x})"),
+    _unary(Op.RELU, 1150, 2150, FieldRule("heuristic", f"max(x, ⌊m/2⌋): {_NO_ORDER}"), "fmaxf({x}, 0.f)"),
+    _unary(Op.LOG, 1160, 2160, FieldRule("unsupported", "it would need a discrete logarithm; graphs with log are "
+                                         "decided by the float64 check alone"), "logf({x})"),
+    OpSpec(Op.MUL_SCALAR, Kind.UNARY, {K: 1103, B: 2103}, 1, shape_same, evaluate=eval_mul_scalar,
+           attrs=("scalar",), smem_counted=False, abstract=abs_identity, field=EXACT, degree=deg_keep,
+           lowering="elementwise", cuda="{x} * {scalar}", doc="abstract: constants are invisible"),
+    OpSpec(Op.CLAMP, Kind.UNARY, {K: 1151, B: 2151}, 1, shape_same, evaluate=eval_clamp,
+           attrs=("min", "max"), smem_counted=False, abstract=abs_clamp,
+           field=FieldRule("heuristic", f"clamps to [⌊m/3⌋, ⌊2m/3⌋], ignoring the bounds: {_NO_ORDER}"),
+           degree=deg_keep, term="clamp", lowering="elementwise", cuda="fminf(fmaxf({x}, {min}), {max})"),
+    _binary(Op.ADD, {K: 1200, B: 2200}, "{a} + {b}", pairs=(Op.MUL,), commutative=True),
+    _binary(Op.MUL, {K: 1201, B: 2201}, "{a} * {b}", deg_product, pairs=(Op.ADD, Op.DIV), commutative=True),
+    _binary(Op.DIV, {K: 1202, B: 2202}, "{a} / {b}", deg_product, pairs=(Op.MUL,)),
+    _binary(Op.POW, {K: 1203, B: 2204}, "powf({a}, {b})",
+            field=FieldRule("heuristic", "a^(b_q): the exponent read through its q-component, as exp's")),
+    _binary(Op.SUB, {B: 2203}, "{a} - {b}", abstract=abs_binary("add"), term=None,
+            doc="abstract: add (signs are constants, and constants are invisible)"),
+    OpSpec(Op.REDUCTION, Kind.REDUCTION, {K: 1300, B: 2301}, 1, shape_reduction, evaluate=eval_reduction,
+           attrs=("dim",), code_adds_dim=True, abstract=abs_reduction, field=EXACT, degree=deg_keep,
+           lowering="reduction", doc="kernel: optional group_size (strided)"),
+    OpSpec(Op.REDUCTION_TO_DIMX, Kind.REDUCTION, {B: 2304}, 1, shape_reduction_to_dimx,
+           evaluate=eval_reduction_to_dimx, attrs=("dim",), code_adds_dim=True, abstract=abs_reduction_to_dimx,
+           field=EXACT, degree=deg_keep, lowering="reduction"),
+    OpSpec(Op.REDUCTION_MAX, Kind.REDUCTION, {B: 2307}, 1, shape_reduction_max, attrs=("dim",),
+           evaluate=eval_reduction_max, abstract=abs_reduction_max, n_outputs=2, code_adds_dim=True,
+           field=FieldRule("heuristic", f"max: {_NO_ORDER}"), degree=deg_keep, lowering="reduction_max",
+           doc="running max over dim and loop iterations, and diff = previous max − new max"),
+    OpSpec(Op.RMS_NORM, Kind.NORM, {K: 1350, B: 2350}, 1, shape_rms_norm, evaluate=eval_rms_norm,
+           abstract=abs_rms_norm, field=FieldRule("heuristic", f"x / rms(x), rms by {_SQRT}"), degree=deg_double,
+           lowering="rms_norm"),
+    OpSpec(Op.CONCAT, Kind.CONCAT, {B: 2400}, 2, shape_concat, evaluate=eval_concat, attrs=("dim",),
+           code_adds_dim=True, abstract=abs_binary("add"), field=EXACT, degree=deg_keep, lowering="concat",
+           doc="abstract: add of the parts"),
+    OpSpec(Op.CONCAT_THEN_MATMUL, Kind.MATMUL, {B: 2411}, 4, shape_concat_then_matmul,
+           evaluate=eval_concat_then_matmul, abstract=abs_concat_then_matmul, field=EXACT,
+           degree=deg_concat_matmul, lowering="matmul"),
+    _accum(Op.ACCUM_NO_RED, 2500, 1, shape_accum, AccumRule(contrib_identity), abs_accum("sum", per_row=False),
+           smem_counted=False),
+    _accum(Op.ACCUM_SUM, 2501, 1, shape_accum_red, AccumRule(contrib_row_sum), abs_accum("sum")),
+    _accum(Op.ACCUM_MEAN, 2502, 1, shape_accum_red,
+           AccumRule(contrib_row_sum, finalize=final_mean, cuda_finalize="{v} / {count}"), abs_accum("sum")),
+    _accum(Op.ACCUM_RMS, 2503, 1, shape_accum_red,
+           AccumRule(contrib_row_sumsq, finalize=final_rms, cuda_finalize="sqrtf({v} / {count})"), abs_accum("rms"),
+           field=FieldRule("heuristic", f"the root of the mean square, by {_SQRT}")),
+    _accum(Op.ACCUM_SUM_TODIMX, 2504, 1, shape_accum_todimx, AccumRule(contrib_todimx),
+           abs_accum("sum", todimx=True)),
+    _accum(Op.ACCUM_NO_RED_RESCALE, 2505, 2, shape_accum_rescale, AccumRule(contrib_identity, combine="rescale"),
+           abs_accum("sum", per_row=False), degree=deg_double, doc="abstract: the rescale factor is invisible"),
+    _accum(Op.ACCUM_SUM_RESCALE, 2506, 2, shape_accum_sum_rescale, AccumRule(contrib_row_sum, combine="rescale"),
+           abs_accum("sum"), degree=deg_double, doc="abstract: the rescale factor is invisible"),
+    _accum(Op.ACCUM_MAX, 2507, 1, shape_accum, AccumRule(contrib_identity, combine="max"),
+           abs_accum("max", per_row=False), field=FieldRule("heuristic", f"max: {_NO_ORDER}")),
+    OpSpec(Op.CUSTOMIZED, Kind.CUSTOMIZED, {K: 1999}, -1, shape_io, field=EXACT, lowering="kernel",
+           doc="degree: that of its block graph's savers"),
 ]
 
 OPS: dict[Op, OpSpec] = {spec.op: spec for spec in _ROWS}
@@ -538,10 +307,50 @@ ACCUM_NAMES: dict[str | None, Op] = {
 
 #: accumulator op → its ``forloop_accum`` name (None for NO_RED), the inverse of ACCUM_NAMES
 ACCUM_KEY: dict[Op, str | None] = {}
-for _name, _accum in ACCUM_NAMES.items():
-    ACCUM_KEY.setdefault(_accum, _name)
+for _name, _accum_op in ACCUM_NAMES.items():
+    ACCUM_KEY.setdefault(_accum_op, _name)
 
 
 def ops_at(level: Level) -> list[Op]:
     """Every op that exists at ``level``, in table order."""
     return [spec.op for spec in _ROWS if level in spec.codes]
+
+
+def _canonical_rank(op: Op) -> int:
+    spec = OPS[op]
+    return spec.codes.get(Level.BLOCK, spec.codes.get(Level.KERNEL, 0))
+
+
+def mutation_siblings(op: Op) -> tuple[Op, ...]:
+    """The ops ``op`` may be replaced by in a mutant: its declared pairs first, then the rest of its family in
+    the canonical (code) order."""
+    family = OPS[op].mutation_family
+    if family is None:
+        return ()
+    rest = sorted((o for o in Op if OPS[o].mutation_family == family and o is not op), key=_canonical_rank)
+    return tuple(dict.fromkeys((*OPS[op].mutation_pairs, *rest)))
+
+
+def missing_aspects(spec: OpSpec) -> list[str]:
+    """The aspects ``spec`` fails to declare (empty for a complete row): ``tests/ir/test_op_table.py`` asks this of
+    every row, so a new op cannot silently miss its field standing, degree, lowering or expression."""
+    missing = []
+    computing = spec.kind not in (Kind.IO, Kind.CUSTOMIZED)
+    if spec.field is None:
+        missing.append("field")
+    if spec.degree is None and spec.kind is not Kind.CUSTOMIZED:
+        missing.append("degree")
+    if computing and spec.abstract is None:
+        missing.append("abstract")
+    if computing and (spec.evaluate if spec.kind is not Kind.ACCUM else spec.accum) is None:
+        missing.append("accum" if spec.kind is Kind.ACCUM else "evaluate")
+    if spec.lowering not in LOWERINGS:
+        missing.append("lowering")
+    if spec.lowering == "elementwise" and spec.cuda is None:
+        missing.append("cuda")
+    if spec.accum is not None and (spec.accum.finalize is None) != (spec.accum.cuda_finalize is None):
+        missing.append("accum.cuda_finalize")
+    if spec.kind in (Kind.UNARY, Kind.BINARY) and spec.lowering == "elementwise" and not spec.attrs \
+            and spec.mutation_family is None:
+        missing.append("mutation_family")
+    return missing

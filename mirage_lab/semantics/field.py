@@ -11,8 +11,8 @@ split into two limbs and the reduction dimension into chunks short enough that e
 partial sum is an integer below 2^53. Exact integer results do not depend on summation
 order, so numpy and CuPy agree bit for bit.
 
-Per-op rules and their standing (SPEC §6.2) are listed in ``OP_RULES``; ops marked
-heuristic carry no correctness claim and make a verification's error bound heuristic.
+Each op's standing (SPEC §6.2) is declared in the op table (``OpSpec.field``) and listed here as ``OP_RULES``;
+ops that are not exact carry no correctness claim and make a verification's error bound heuristic.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from mirage_lab.errors import InputError, UnsupportedOpError
+from mirage_lab.ir.ops import OPS, Kind
 from mirage_lab.semantics.arith import Axes, concat_shapes, strided_groups
 from mirage_lab.semantics.backend import array_module, to_numpy
 from mirage_lab.semantics.fold import fold_plan
@@ -97,13 +98,10 @@ REFERENCE_FIELD = FieldSpec(167, 83, 3, reference_rules=True)
 
 #: op name → standing of its field rule: "exact" (a ring/field identity), "conjecture" (exp's ω^x,
 #: sound only under a number-theoretic conjecture), "heuristic" (a deterministic fingerprint, no claim)
-OP_RULES: dict[str, str] = {
-    "add": "exact", "sub": "exact", "mul": "exact", "matmul": "exact", "div": "exact",
-    "mul_scalar": "exact", "reduction": "exact", "accum": "exact", "concat": "exact",
-    "exp": "conjecture", "sqrt": "heuristic", "rms": "heuristic", "pow": "heuristic",
-    "square": "exact", "silu": "heuristic", "sigmoid": "heuristic", "gelu": "heuristic",
-    "relu": "heuristic", "clamp": "heuristic", "max": "heuristic", "log": "unsupported",
-}
+#: each computing op's standing in the field (SPEC §6.2), from the op table's ``field`` (its reason there says why
+#: an op is not exact)
+OP_RULES: dict[str, str] = {op.value: spec.field.standing for op, spec in OPS.items()
+                            if spec.field is not None and spec.kind not in (Kind.IO, Kind.CUSTOMIZED)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,26 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
-from mirage_lab.ir.ops import Kind, Op
-from mirage_lab.semantics.field import OP_RULES
+from mirage_lab.ir.ops import OPS, Op
 
-#: ops whose field rule is not a field identity: their presence makes the bound heuristic
-HEURISTIC_OPS: frozenset[Op] = frozenset({
-    Op.EXP, Op.SQRT, Op.POW, Op.SILU, Op.SIGMOID, Op.GELU, Op.RELU, Op.CLAMP, Op.LOG,
-    Op.RMS_NORM, Op.ACCUM_RMS, Op.ACCUM_MAX, Op.REDUCTION_MAX,
-})
-
-_SUM_DEGREES = (Op.MATMUL, Op.MUL, Op.DIV, Op.CONCAT_THEN_MATMUL)
+#: ops whose field rule is not a field identity (the op table's ``field``): they make the bound heuristic
+HEURISTIC_OPS: frozenset[Op] = frozenset(op for op, spec in OPS.items() if spec.field and spec.field.heuristic)
+#: ops with no field rule at all: graphs using them are decided by the float64 check alone
+UNSUPPORTED_OPS: frozenset[Op] = frozenset(op for op, spec in OPS.items()
+                                           if spec.field and spec.field.standing == "unsupported")
 
 
 def _node_degree(node: Node, ins: list[int]) -> int:
-    if node.op in _SUM_DEGREES:
-        return ins[0] + ins[1] if node.op is not Op.CONCAT_THEN_MATMUL else max(ins[0] + ins[2], ins[1] + ins[3])
-    if node.op is Op.SQUARE:
-        return 2 * ins[0]
-    if node.op in (Op.RMS_NORM, Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_SUM_RESCALE):
-        return 2 * max(ins)  # x / rms(x); acc·s + x
-    return max(ins) if ins else 1
+    rule = node.op.spec.degree
+    assert rule is not None, f"{node.op.value} declares no degree rule"
+    return rule(ins)
 
 
 def _walk(nodes: tuple[Node, ...], env: dict[int, int], on_custom: Callable[[Node, list[int]], list[int]]) -> None:
@@ -70,4 +63,4 @@ def heuristic_ops(g: KernelGraph) -> set[str]:
 def unsupported_ops(g: KernelGraph) -> set[str]:
     """Ops with no field rule at all (verification needs the float cross-check alone)."""
     ops = {n.op for n in g.nodes} | {n.op for bg in g.block_graphs for n in bg.nodes}
-    return {op.value for op in ops if OP_RULES.get(op.value) == "unsupported" and op.spec.kind is not Kind.IO}
+    return {op.value for op in ops if op in UNSUPPORTED_OPS}

@@ -64,7 +64,7 @@ import numpy as np
 from mirage_lab.bench.harness import relative_error
 from mirage_lab.ir.graph import PHI, KernelGraph
 from mirage_lab.ir.io import graph_to_dict
-from mirage_lab.ir.ops import Kind, Level, Op
+from mirage_lab.ir.ops import Kind, Level, Op, mutation_siblings
 from mirage_lab.semantics.interpret import interpret
 from mirage_lab.verify.rewrite import (
     GraphDict,
@@ -83,17 +83,10 @@ from mirage_lab.verify.rewrite import (
 __all__ = ["KINDS", "SIBLINGS", "Mutant", "RewriteStats", "different_mutants", "mutants", "really_different",
            "rewrites"]
 
-#: the issue's pairs first, then every other op of the same family (a unary or a binary elementwise op
-#: without attributes); the builder drops those that do not exist at a level (sub is block-only)
-_PAIRS: dict[Op, tuple[Op, ...]] = {
-    Op.EXP: (Op.SILU,), Op.SILU: (Op.EXP,), Op.ADD: (Op.MUL,), Op.MUL: (Op.ADD, Op.DIV), Op.DIV: (Op.MUL,),
-}
-_UNARY = (Op.EXP, Op.SQUARE, Op.SQRT, Op.SILU, Op.SIGMOID, Op.GELU, Op.RELU, Op.LOG)
-_BINARY = (Op.ADD, Op.MUL, Op.DIV, Op.SUB, Op.POW)
-SIBLINGS: dict[Op, tuple[Op, ...]] = {
-    op: tuple(dict.fromkeys((*_PAIRS.get(op, ()), *(o for o in family if o is not op))))
-    for family in (_UNARY, _BINARY) for op in family
-}
+#: the op table's declared pairs first (the issue's exp↔silu, add↔mul, div↔mul), then every other op of the
+#: same family (a unary or a binary elementwise op without attributes, in code order); the builder drops those
+#: that do not exist at a level (sub is block-only)
+SIBLINGS: dict[Op, tuple[Op, ...]] = {op: sib for op in Op if (sib := mutation_siblings(op))}
 ACCUMS = ("accum_no_red", "accum_sum", "accum_mean", "accum_rms", "accum_sum_todimx", "accum_max")
 COMMUTATIVE = ("add", "mul")
 REDUCTIONS = ("reduction", "reduction_to_dimx", "reduction_max")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import string
+from typing import Any
+
 import pytest
 
 from mirage_lab.ir import io
-from mirage_lab.ir.ops import ACCUM_NAMES, OPS, Kind, Level, Op, ops_at
+from mirage_lab.ir.ops import ACCUM_NAMES, OPS, EvalArgs, Kind, Level, Op, missing_aspects, mutation_siblings, ops_at
 
 
 def test_every_op_has_one_row() -> None:
@@ -63,3 +67,74 @@ def test_reference_codes() -> None:
 
 def test_every_accumulator_kind_has_a_user_name() -> None:
     assert {op for op in Op if OPS[op].kind is Kind.ACCUM} == set(ACCUM_NAMES.values())
+
+
+# ---- one declaration per op (issue 20): every aspect declared, every side table derived from it
+
+ASPECTS = ("field", "degree", "abstract", "evaluate", "accum", "lowering", "cuda", "mutation_family")
+
+
+@pytest.mark.parametrize("op", list(Op), ids=lambda o: o.value)
+def test_every_op_declares_every_aspect(op: Op) -> None:
+    assert missing_aspects(OPS[op]) == []
+
+
+@pytest.mark.parametrize("op", list(Op), ids=lambda o: o.value)
+def test_removing_any_declared_aspect_is_caught(op: Op) -> None:
+    """The check is not vacuous: take away any aspect a row declares and it is named."""
+    spec = OPS[op]
+    for aspect in ASPECTS:
+        if getattr(spec, aspect) is None:
+            continue
+        removed: dict[str, Any] = {aspect: None}
+        assert aspect in missing_aspects(dataclasses.replace(spec, **removed)), (op, aspect)
+
+
+def test_cuda_expressions_name_only_their_operands_and_attributes() -> None:
+    for op, spec in OPS.items():
+        if spec.cuda is None:
+            continue
+        names = {f for _, f, _, _ in string.Formatter().parse(spec.cuda) if f}
+        operands = {"x"} if spec.arity == 1 else {"a", "b"}
+        assert names <= operands | set(spec.attrs) and names & operands, (op, spec.cuda)
+    for spec in OPS.values():
+        if spec.accum is not None and spec.accum.cuda_finalize is not None:
+            assert {f for _, f, _, _ in string.Formatter().parse(spec.accum.cuda_finalize) if f} == {"v", "count"}
+
+
+def test_mutation_families_hold_like_ops() -> None:
+    for op in Op:
+        spec = OPS[op]
+        for sib in mutation_siblings(op):
+            assert OPS[sib].mutation_family == spec.mutation_family and OPS[sib].arity == spec.arity, (op, sib)
+        assert set(spec.mutation_pairs) <= set(mutation_siblings(op))
+
+
+def test_side_tables_are_the_declarations() -> None:
+    from mirage_lab.absexpr.terms import BINARY, UNARY
+    from mirage_lab.codegen.cuda import BINARY_EXPR, EMIT, FINAL_EXPR, UNARY_EXPR
+    from mirage_lab.semantics.field import OP_RULES
+    from mirage_lab.verify.degree import HEURISTIC_OPS, UNSUPPORTED_OPS
+    from mirage_lab.verify.mutate import SIBLINGS
+
+    standing = {op: spec.field.standing for op, spec in OPS.items() if spec.field is not None}
+    assert {op for op in Op if standing[op] != "exact"} == HEURISTIC_OPS
+    assert {op for op in Op if standing[op] == "unsupported"} == UNSUPPORTED_OPS
+    assert all(OP_RULES[op.value] == standing[op] for op in Op if op.value in OP_RULES)
+    assert set(UNARY_EXPR) | set(BINARY_EXPR) == {op for op in Op if OPS[op].cuda is not None}
+    assert set(FINAL_EXPR) == {op for op, spec in OPS.items() if spec.accum and spec.accum.finalize}
+    assert set(EMIT) == set(ops_at(Level.BLOCK))
+    assert {OPS[op].term for op in Op if OPS[op].term} == UNARY | BINARY
+    assert {op: mutation_siblings(op) for op in Op if mutation_siblings(op)} == SIBLINGS
+
+
+@pytest.mark.parametrize("op", [o for o in Op if OPS[o].term], ids=lambda o: o.value)
+def test_an_ops_term_is_the_head_its_abstract_rule_builds(op: Op) -> None:
+    from mirage_lab.absexpr.terms import ALGEBRA, var
+
+    spec = OPS[op]
+    assert spec.abstract is not None
+    dims = ((4, 4),) * spec.arity
+    attrs = {"min": 0.0, "max": 1.0}
+    out = spec.abstract(ALGEBRA, EvalArgs(attrs, dims), *(var(i) for i in range(spec.arity)))
+    assert out.head == spec.term

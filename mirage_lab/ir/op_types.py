@@ -1,0 +1,111 @@
+"""The vocabulary of an op declaration: levels, kinds, what rules receive, and the records an op declares.
+
+``ir/ops.py`` declares every op with these; the rule modules (``shape_rules``, ``op_rules``) are written
+against them, so nothing here knows any particular op.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Dims = tuple[int, ...]
+AttrValue = int | float | str | tuple[int, ...]
+
+
+class Level(enum.Enum):
+    KERNEL = "kernel"
+    BLOCK = "block"
+    THREAD = "thread"
+
+
+class Kind(enum.Enum):
+    """Families of ops; passes dispatch on these rather than on individual ops."""
+
+    IO = "io"
+    UNARY = "unary"
+    BINARY = "binary"
+    MATMUL = "matmul"
+    REDUCTION = "reduction"
+    NORM = "norm"
+    CONCAT = "concat"
+    ACCUM = "accum"
+    CUSTOMIZED = "customized"
+
+
+@dataclass(frozen=True)
+class ShapeContext:
+    """What a shape rule may need beyond its inputs: the level and the block graph's X."""
+
+    level: Level
+    reduction_dimx: int = 64
+
+
+@dataclass(frozen=True)
+class EvalArgs:
+    """What an evaluation rule may need besides its input values."""
+
+    attrs: Mapping[str, Any]
+    in_dims: tuple[Dims, ...]
+    reduction_dimx: int = 64
+    forloop_range: int = 1  # only abstract rules read it (accumulators)
+
+    def axis(self, dim: int, operand: int = 0) -> int:
+        """The negative axis of tensor dim ``dim`` (values may carry leading batch axes)."""
+        return dim - len(self.in_dims[operand])
+
+
+ShapeRule = Callable[[ShapeContext, Sequence[Dims], Mapping[str, Any]], list[Dims]]
+EvalRule = Callable[..., Any]
+# (algebra, args, *input terms) -> output term, or a tuple of terms for multi-output ops (SPEC §5.2)
+AbstractRule = Callable[..., Any]
+#: the degree bound of an op's output from its inputs' bounds (``verify/degree.py``, SPEC §6.5)
+DegreeRule = Callable[[Sequence[int]], int]
+
+
+@dataclass(frozen=True)
+class AccumRule:
+    """How a for-loop accumulator combines iterations (SPEC §3.3).
+
+    ``contrib`` reduces one iteration's tile; ``combine`` is "sum", "max" or "rescale";
+    ``finalize`` post-processes the combined value given ``count`` = F · (reduced last dim), and
+    ``cuda_finalize`` is the same in CUDA: a template of ``{v}`` (the combined value) and ``{count}``.
+    """
+
+    contrib: Callable[[Any, Any, int], Any]
+    combine: str = "sum"
+    finalize: Callable[[Any, Any, int], Any] | None = None
+    cuda_finalize: str | None = None
+
+
+Standing = Literal["exact", "conjecture", "heuristic", "unsupported"]
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """An op's standing in the finite-field verifier (SPEC §6.2).
+
+    * ``exact``: its field rule is a ring identity, so the Schwartz–Zippel bound holds;
+    * ``conjecture`` / ``heuristic``: it has a deterministic field rule that is no identity (``reason`` says
+      what it computes); a verification using it reports its error bound as heuristic;
+    * ``unsupported``: no field rule at all; graphs using it are decided by the float64 check alone.
+    """
+
+    standing: Standing
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.standing not in ("exact", "conjecture", "heuristic", "unsupported"):
+            raise ValueError(f"unknown field standing {self.standing!r}")
+        if self.standing != "exact" and not self.reason:
+            raise ValueError(f"a {self.standing} field rule must say why it is not exact")
+
+    @property
+    def heuristic(self) -> bool:
+        """Whether using the op makes a verification's error bound heuristic."""
+        return self.standing != "exact"
+
+
+EXACT = FieldRule("exact")
