@@ -101,7 +101,7 @@ def describe_run(path: Path, names: dict[str, str] | None = None) -> RunInfo:
 def runs_table(root: str | os.PathLike[str] = DEFAULT_ROOT) -> pd.DataFrame:
     """Every run folder under ``root``: program, state, tasks, verified, best μGraph, size, last write."""
     import pandas as pd  # here, not at the top: search workers never load pandas
-    names = _benchmark_names()
+    names = benchmark_names()
     rows = [describe_run(p, names).row() for p in run_folders(root)]
     columns = ["run", "program", "state", "tasks", "verified", "best", "best kernels", "best cost µs", "MB",
                "files", "modified"]
@@ -189,7 +189,7 @@ def _ops(program: KernelGraph) -> str:
     return f"{' → '.join(n.op.value for n in program.compute_nodes)} [{dims}]"
 
 
-def _benchmark_names() -> dict[str, str]:
+def benchmark_names() -> dict[str, str]:
     """canonical hash → ``name:batch`` for the paper's programs at batch 1 and 8 (for readable rows)."""
     from mirage_lab.bench.programs import PROGRAMS
 
