@@ -26,6 +26,7 @@ from IPython.display import display
 
 import mirage_lab as ml
 from mirage_lab import widgets as mw
+from mirage_lab.ir.ops import OPS, Op
 from mirage_lab.semantics.field import DEFAULT_FIELD, LARGE_FIELD, OP_RULES, REFERENCE_FIELD, FieldArith, FieldSpec
 from mirage_lab.verify import Verifier
 from mirage_lab.verify.degree import degree, heuristic_ops
@@ -79,12 +80,14 @@ assert (out.p == expected_p).all() and (out.q == 0).all()
 
 # %% [markdown]
 # The q-component of `exp` is 0: the exponent's own exponent is lost, which is why *nested* exponentials lie
-# outside the verifiable class (LAX) — and why ops like `sqrt`, `rms`, `silu` and `relu`, whose field rules are
-# fingerprints rather than identities, make a bound **heuristic**:
+# outside the verifiable class (LAX) — and why ops like `sqrt`, `rms_norm`, `silu` and `relu`, whose field rules
+# are fingerprints rather than identities, make a bound **heuristic**. Each op declares its standing, and why, in
+# the op table:
 
 # %%
-rules = pd.Series(OP_RULES)
-rules.groupby(rules).apply(lambda ops: ", ".join(ops.index)).rename_axis("field rule").to_frame("ops")
+rules = pd.DataFrame([{"op": op, "field rule": rule, "why it is not exact": OPS[Op(op)].field.reason}
+                      for op, rule in OP_RULES.items()]).set_index("op")
+rules.sort_values("field rule")
 
 # %% [markdown]
 # ## 2 · Trials, the degree bound and ε
