@@ -147,6 +147,12 @@ class Verifier:
             arrays += [*fins, *fouts]
         return sum(int(a.nbytes) for a in arrays if any(a.strides))  # zero-strided views hold no memory
 
+    def release(self) -> None:
+        """Drop the cached program evaluations (they are rebuilt when a check needs them again): a search's
+        parent, whose workers do the checking, would otherwise hold them all search long (7.5 GB for MHA b8)."""
+        self._program.clear()
+        self._float_program.clear()
+
     # -- checking -------------------------------------------------------------------------------
     def check(self, candidate: Any) -> VerificationResult:
         cand = as_graph(candidate)

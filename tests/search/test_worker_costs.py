@@ -109,3 +109,28 @@ def test_a_verification_waits_for_memory_another_worker_holds(monkeypatch: pytes
         Verifier(program, memory_wait_s=-1)
     monkeypatch.undo()
     assert search_verifier(program, preset("mlp")).memory_wait_s == MEMORY_WAIT_S > 0
+
+
+def test_the_parent_frees_its_trials_when_workers_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MHA b8 with 2 processes: the parent's verifier kept its trials (7.5 GB) beside two workers' and the kernel
+    killed the search. With workers, the parent releases them after the frontier; serial searches keep them."""
+    from mirage_lab.search.runner import SerialExecutor
+    from mirage_lab.verify.verifier import Verifier
+
+    released: list[Verifier] = []
+    monkeypatch.setattr(Verifier, "release", lambda self: released.append(self))
+    search(executor=SerialExecutor())  # an executor object, as a process pool or Dask's would be
+    assert len(released) == 1
+    search(executor="serial")
+    assert len(released) == 1
+
+
+def test_a_released_verifier_holds_nothing_and_still_checks() -> None:
+    from mirage_lab.verify.verifier import Verifier
+
+    program = small_rmsnorm()
+    v = Verifier(program)
+    assert v.check(program).equivalent and v.cached_bytes() > 0
+    v.release()
+    assert v.cached_bytes() == 0
+    assert v.check(program).equivalent and v.cached_bytes() > 0
