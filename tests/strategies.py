@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 import mirage_lab as ml
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.ops import OPS, Kind
 from mirage_lab.ir.tensor import DTensor, STensor
 
 DTYPES = (ml.float16, ml.bfloat16, ml.float32)
@@ -39,7 +40,8 @@ SIZES = (2, 4, 8)
 GRID_SIZES = (1, 1, 2, 4)
 FORLOOP_RANGES = (1, 2, 4)
 REDUCTION_DIMXS = (1, 2, 4)
-UNARY = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log")
+#: every attribute-free unary op of the op table (so a new op is in the random graphs and every_op_graph at once)
+UNARY = tuple(op.value for op, spec in OPS.items() if spec.kind is Kind.UNARY and not spec.attrs)
 KERNEL_BINARY = ("add", "mul", "div", "pow")
 BLOCK_BINARY = (*KERNEL_BINARY, "sub")
 #: every accumulator name of ``tb.forloop_accum`` (None is NO_RED)

@@ -131,6 +131,12 @@ class _GraphBuilder:
     def log(self, x: Any) -> Any:
         return self._one(Op.LOG, x)
 
+    def tanh(self, x: Any) -> Any:
+        return self._one(Op.TANH, x)
+
+    def erf(self, x: Any) -> Any:
+        return self._one(Op.ERF, x)
+
     def clamp(self, x: Any, min_value: float, max_value: float) -> Any:
         lo = check_finite(min_value, "clamp min_value")
         hi = check_finite(max_value, "clamp max_value")

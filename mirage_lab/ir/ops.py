@@ -127,6 +127,8 @@ class Op(enum.Enum):
     ACCUM_SUM_RESCALE = "accum_sum_rescale"
     ACCUM_MAX = "accum_max"
     CUSTOMIZED = "customized"
+    TANH = "tanh"
+    ERF = "erf"
 
     def __repr__(self) -> str:
         return f"Op.{self.name}"
@@ -287,6 +289,12 @@ _ROWS: list[OpSpec] = [
            abs_accum("max", per_row=False), field=FieldRule("heuristic", f"max: {_NO_ORDER}")),
     OpSpec(Op.CUSTOMIZED, Kind.CUSTOMIZED, {K: 1999}, -1, shape_io, field=EXACT, lowering="kernel",
            doc="degree: that of its block graph's savers"),
+    # [lab] ops the reference lacks (its codes stop at 1106/2106 for this family): GELU's tanh and exact forms
+    _unary(Op.TANH, 1107, 2107, FieldRule("heuristic", f"(e − 1)/(e + 1) with e = ω^(2x_q): 2σ(2x) − 1, by the "
+                                          f"{_EXP_FIELD}"), "tanhf({x})"),
+    _unary(Op.ERF, 1108, 2108, FieldRule("heuristic", f"(e − 1)/(e + 1) with e = ω^(3x_q), a fingerprint of the "
+                                         f"odd, bounded erf (no field identity defines it), by the {_EXP_FIELD}"),
+           "erff({x})"),
 ]
 
 OPS: dict[Op, OpSpec] = {spec.op: spec for spec in _ROWS}

@@ -313,6 +313,12 @@ class CenteredFieldArith(FieldArith):
     def gelu(self, x: FieldValue) -> FieldValue:
         return self._p_only(self.exact.gelu, x)
 
+    def tanh(self, x: FieldValue) -> FieldValue:
+        return self._p_only(self.exact.tanh, x)
+
+    def erf(self, x: FieldValue) -> FieldValue:
+        return self._p_only(self.exact.erf, x)
+
     def _p_only(self, rule: Callable[[FieldValue], FieldValue], x: FieldValue) -> FieldValue:
         """A rule that, like exp's, leaves 0 in the q-component."""
         out = rule(self.lower(x))

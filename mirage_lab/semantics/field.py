@@ -348,6 +348,21 @@ class FieldArith:
             return FieldValue(x.q * self._omega_pow(two_x) % self.field.p, self.xp.zeros_like(x.q))
         return FieldValue(x.p * self.sigmoid(FieldValue(x.p, two_x)).p % self.field.p, self.xp.zeros_like(x.q))
 
+    def _odd_logistic(self, x: FieldValue, slope: int) -> FieldValue:
+        """(e − 1)/(e + 1) with e = ω^(slope·x_q): 2σ(slope·x) − 1 on exp's fingerprint (e + 1 is never 0: ω
+        has odd order q, so no power of it is −1); the q-component is 0, as for exp."""
+        e = self._omega_pow((slope * x.q) % self.field.q)
+        p = self.field.p
+        return FieldValue((e - 1) % p * self.inverse((e + 1) % p, p) % p, self.xp.zeros_like(x.q))
+
+    def tanh(self, x: FieldValue) -> FieldValue:
+        """Heuristic tanh(x) = 2σ(2x) − 1."""
+        return self._odd_logistic(x, 2)
+
+    def erf(self, x: FieldValue) -> FieldValue:
+        """Heuristic: the fingerprint 2σ(3x) − 1 (erf has no field identity; the float64 check decides)."""
+        return self._odd_logistic(x, 3)
+
     def relu(self, x: FieldValue) -> FieldValue:
         """Heuristic: per component max(x, ⌊m/2⌋) (SPEC §6.2)."""
         return self._map(lambda v, m: self.xp.maximum(v, m // 2), x)

@@ -120,21 +120,21 @@ def test_every_op_listing() -> None:
     text = str(every_op_graph())
     for fragment in [
         "d1:f32[8,4]{strides=(1,8)}",  # non-contiguous input strides are shown
-        "= mul_scalar[scalar=0.5] d10",
-        "= clamp[min=-1.0, max=2.5] d11",
-        "= reduction[dim=1, group_size=2] d20",  # group size shown only when ≠ 1
-        "= reduction[dim=0] d23",
-        "= rms_norm[normalized_shape=(4,4)] d20",
+        "= mul_scalar[scalar=0.5] d12",
+        "= clamp[min=-1.0, max=2.5] d13",
+        "= reduction[dim=1, group_size=2] d22",  # group size shown only when ≠ 1
+        "= reduction[dim=0] d25",
+        "= rms_norm[normalized_shape=(4,4)] d22",
         "{ block grid=(2,1,1) forloop_range=2 reduction_dimx=2 smem=736B",
-        "s20:f32[2,1] s21:f32[2,1] = reduction_max[dim=1] s17",  # multi-output
-        "s19:f32[2,2] = reduction_to_dimx[dim=1] s17",
-        "s23:f32[2,8] = concat[dim=1] s17 s22",
-        "s24:f32[2,4] = concat_then_matmul s0 s0 s1 s1",
-        "s29:f32[2,4]ᵖ = accum_no_red_rescale s17 s18",
-        "s37:f32[2,2]ᵖ = accum_sum_todimx s23",
-        "d24 = save[omap=(x→0, y→φ, z→φ)] s36",
-        "d24:f32[4,4] d25:f32[4,2] = customized d0 d1",
-        "in ( d26, d27, d28 ) }",
+        "s22:f32[2,1] s23:f32[2,1] = reduction_max[dim=1] s19",  # multi-output
+        "s21:f32[2,2] = reduction_to_dimx[dim=1] s19",
+        "s25:f32[2,8] = concat[dim=1] s19 s24",
+        "s26:f32[2,4] = concat_then_matmul s0 s0 s1 s1",
+        "s31:f32[2,4]ᵖ = accum_no_red_rescale s19 s20",
+        "s39:f32[2,2]ᵖ = accum_sum_todimx s25",
+        "d26 = save[omap=(x→0, y→φ, z→φ)] s38",
+        "d26:f32[4,4] d27:f32[4,2] = customized d0 d1",
+        "in ( d28, d29, d30 ) }",
     ]:
         assert fragment in text, fragment
 
