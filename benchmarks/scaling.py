@@ -101,7 +101,7 @@ def record(spec: str, time_limit: float, out_dir: Path) -> Path:
     """Search ``name:batch`` serially into a fresh run folder and keep its frontier and task times."""
     import mirage_lab as ml
     from mirage_lab.bench import programs
-    from mirage_lab.runs import RunFolder
+    from mirage_lab.search.run_folder import RunFolder
 
     name, _, batch = spec.partition(":")
     sys.path.insert(0, str(Path(__file__).parent))

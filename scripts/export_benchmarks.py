@@ -20,7 +20,7 @@ import pandas as pd
 import mirage_lab as ml
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS
-from mirage_lab.cli.commands import PRESET_OF_BENCHMARK
+from mirage_lab.cli.sources import PRESET_OF_BENCHMARK
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCHES = (1, 8)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mirage_lab as ml
-from mirage_lab.runs import events_file
 from mirage_lab.search.config import SearchConfig, preset
+from mirage_lab.search.run_folder import events_file
 from mirage_lab.search.runner import run_folder_path
 
 ROOT = Path(__file__).resolve().parents[1]

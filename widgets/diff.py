@@ -20,10 +20,20 @@ from typing import Any
 
 import pandas as pd
 
-from mirage_lab.ir.builder import as_graph
-from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.printer import dim_text, format_kernel_graph, map_text, smem_bytes, summary
-from mirage_lab.ir.tensor import TensorType
+from mirage_lab.ir import (
+    BlockGraph,
+    KernelGraph,
+    Node,
+    TensorType,
+    as_graph,
+    dim_text,
+    format_kernel_graph,
+    loader_dtensor,
+    map_text,
+    saver_dtensor,
+    smem_bytes,
+    summary,
+)
 from mirage_lab.widgets.display import LiveOrStatic
 
 __all__ = ["DiffRow", "GraphDiff", "ListingRow", "align_kernels", "listing_rows", "structural_rows"]

@@ -11,11 +11,19 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.ops import Kind, Op
-from mirage_lab.ir.printer import smem_bytes
-from mirage_lab.ir.tensor import TensorType
-from mirage_lab.ir.thread import ThreadGraph, derive_thread_graphs
+from mirage_lab.ir import (
+    BlockGraph,
+    KernelGraph,
+    Kind,
+    Node,
+    Op,
+    TensorType,
+    ThreadGraph,
+    derive_thread_graphs,
+    loader_dtensor,
+    saver_dtensor,
+    smem_bytes,
+)
 
 AXES = "xyz"
 #: fill colours by role; the explorer and the static export reuse them

@@ -20,7 +20,7 @@ import numpy as np
 from mirage_lab.errors import FormatError, InputError
 from mirage_lab.jsonl import CHUNK, GZ, MemberFile, members
 from mirage_lab.progress import progress as progress_report
-from mirage_lab.search.events import OUTCOMES, PRUNE_REASONS
+from mirage_lab.search import OUTCOMES, PRUNE_REASONS
 
 #: every verdict an event can carry, in the order views list them
 LABELS: tuple[str, ...] = ("expand", *(f"pruned:{r}" for r in PRUNE_REASONS), *(f"candidate:{o}" for o in OUTCOMES))

@@ -16,13 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mirage_lab.absexpr.axioms import BY_NAME
-from mirage_lab.absexpr.of_graph import block_expressions, graph_expressions
-from mirage_lab.absexpr.oracle import Oracle
+from mirage_lab.absexpr import BY_NAME, Oracle, block_expressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.runs import EVENTS, RunFolder, events_file
-from mirage_lab.search.enumerate import Enumerator
-from mirage_lab.search.replay import PartialGraph, partial_graph
+from mirage_lab.search import EVENTS, Enumerator, PartialGraph, RunFolder, events_file, partial_graph
 from mirage_lab.widgets.event_index import GROUPS, LABELS, EventIndex
 
 #: colour per verdict, shared by the tree, the counters and the export
@@ -290,7 +286,7 @@ class ExplorerState:
         doc = self.folder.read(f"candidates/{ev['hash'][:16]}.json") if "hash" in ev else None
         if doc is None:
             return None
-        from mirage_lab.ir.io import graph_from_dict
+        from mirage_lab.ir import graph_from_dict
 
         return graph_from_dict(doc["graph"])
 

@@ -21,14 +21,11 @@ from typing import Any
 import pandas as pd
 
 import mirage_lab as ml
-from mirage_lab.codegen import generate_cuda
-from mirage_lab.codegen.compile import CompileError, nvcc_available, nvcc_ptx
+from mirage_lab.codegen import CompileError, generate_cuda, nvcc_available, nvcc_ptx
 from mirage_lab.errors import InputError
-from mirage_lab.ir.io import write_atomic
-from mirage_lab.optimize.cost import HARDWARE, proxy_cost
-from mirage_lab.search.events import SearchReport
-from mirage_lab.search.runner import SearchResult
-from mirage_lab.search.saved import ranked_candidates
+from mirage_lab.ir import write_atomic
+from mirage_lab.optimize import HARDWARE, proxy_cost
+from mirage_lab.search import SearchReport, SearchResult, ranked_candidates
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
 from mirage_lab.widgets.inspector import VerificationInspector

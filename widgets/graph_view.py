@@ -12,13 +12,21 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from mirage_lab.absexpr.of_graph import GraphExpressions, graph_expressions
+from mirage_lab.absexpr import GraphExpressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.ir.builder import as_graph
-from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.ops import Kind, Op
-from mirage_lab.ir.printer import smem_bytes
-from mirage_lab.ir.thread import ThreadGraph, derive_thread_graphs
+from mirage_lab.ir import (
+    BlockGraph,
+    KernelGraph,
+    Kind,
+    Node,
+    Op,
+    ThreadGraph,
+    as_graph,
+    derive_thread_graphs,
+    loader_dtensor,
+    saver_dtensor,
+    smem_bytes,
+)
 from mirage_lab.widgets import draw
 from mirage_lab.widgets.svg import render_svg
 from mirage_lab.widgets.tiling import block_tilings_html

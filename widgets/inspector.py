@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
+from mirage_lab.verify import FloatCheck, TrialEvidence, VerificationResult, Witness
 from mirage_lab.widgets.display import LiveOrStatic
 
 __all__ = ["Evidence", "VerificationInspector", "evidence_of"]

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mirage_lab.errors import InputError
-from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.optimize import proxy_cost
 from mirage_lab.search import SearchReport, SearchResult
 
 from .plots_style import PALETTE, PRUNING_COLORS, TIME_COLORS, fmt, require_columns, widget

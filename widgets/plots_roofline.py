@@ -15,10 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from mirage_lab.errors import InputError
-from mirage_lab.ir.builder import KernelGraphBuilder
-from mirage_lab.ir.graph import BlockGraph, KernelGraph
-from mirage_lab.optimize.cost import proxy_cost
-from mirage_lab.optimize.estimate import CostEstimate
+from mirage_lab.ir import BlockGraph, KernelGraph, KernelGraphBuilder
+from mirage_lab.optimize import CostEstimate, proxy_cost
 
 from .plots_style import PALETTE, ROLE_COLORS, fmt, hardware_preset, require_columns, role_of, widget
 

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.optimize.hardware import HARDWARE, Hardware, get_hardware
+from mirage_lab.optimize import HARDWARE, Hardware, get_hardware
 
 #: one colour per role, the same in every figure, so a baseline looks like a baseline everywhere
 ROLE_COLORS: dict[str, str] = {

@@ -18,11 +18,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import mirage_lab as ml
-from mirage_lab.bench import fused, programs
-from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir
+from mirage_lab.bench import CHECKPOINTS, find_reference_dir, fused, programs
 from mirage_lab.errors import InputError
-from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.optimize.cost import proxy_cost
+from mirage_lab.ir import KernelGraph
+from mirage_lab.optimize import proxy_cost
 
 from .plots_style import ROLE_COLORS, TableSource, fmt, hardware_preset, read_csv, require_columns, role_of, widget
 

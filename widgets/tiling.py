@@ -12,8 +12,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mirage_lab.ir.graph import BlockGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.ops import Op
+from mirage_lab.ir import BlockGraph, Node, Op, loader_dtensor, saver_dtensor
 
 AXIS_COLOURS = ("#dc2626", "#16a34a", "#2563eb")
 MAX_LINES = 16  # more partitions than this are drawn as every k-th line

@@ -5,14 +5,21 @@
     oracle.check(parse("sum(64, mul(v0, v1))")).explain()
 """
 
-from mirage_lab.absexpr.axioms import AXIOMS, Axiom, axioms_frame, rule_set
+from mirage_lab.absexpr.axioms import AXIOMS, BY_NAME, Axiom, axioms_frame, rule_set
 from mirage_lab.absexpr.engine import Limits
-from mirage_lab.absexpr.of_graph import GraphExpressions, graph_expressions, op_expression, program_targets
+from mirage_lab.absexpr.of_graph import (
+    GraphExpressions,
+    block_expressions,
+    graph_expressions,
+    op_expression,
+    program_targets,
+)
 from mirage_lab.absexpr.oracle import Oracle, Verdict, is_subexpression
 from mirage_lab.absexpr.terms import Term, parse
 
 __all__ = [
     "AXIOMS",
+    "BY_NAME",
     "Axiom",
     "GraphExpressions",
     "Limits",
@@ -20,6 +27,7 @@ __all__ = [
     "Term",
     "Verdict",
     "axioms_frame",
+    "block_expressions",
     "graph_expressions",
     "is_subexpression",
     "op_expression",

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import mirage_lab as ml
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import (
     CHECKPOINTS,
@@ -34,9 +33,12 @@ from mirage_lab.bench.harness import (
 )
 from mirage_lab.codegen.cuda import PLAIN, CodegenOptions, generate_cuda
 from mirage_lab.errors import InputError
+from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import load
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.ranking import rank_correlation
+from mirage_lab.semantics.interpret import interpret
 
 #: the best μGraph each benchmark search found, in a checkout (``benchmarks/search.py --save-best``)
 SEARCH_BEST_DIR = Path(__file__).resolve().parents[2] / "data" / "search_best"
@@ -159,14 +161,14 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                 record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy)
             best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
             if best is not None and best.is_file():
-                found = ml.load(best)
+                found = load(best)
                 if not isinstance(found, KernelGraph):
                     raise InputError(f"{best} should hold one μGraph; rewrite it with benchmarks/search.py --save-best")
                 record("search best", partial(run.compile, found), proxy_cost(found, hw).seconds * 1e6)
             for stem, (prog, b) in CHECKPOINTS.items():
                 if ref_dir is None or prog != name or b != batch:
                     continue
-                graphs = ml.load_reference_checkpoint(ref_dir / f"{stem}.json")
+                graphs = load_reference_checkpoint(ref_dir / f"{stem}.json")
                 proxies = [proxy_cost(g, hw).seconds * 1e6 for g in graphs]
                 for i in pick(graphs, proxies, max_graphs):
                     record(f"{stem}[{i}]", partial(run.compile, graphs[i]), proxies[i])
@@ -232,7 +234,7 @@ def _timed_interpret(graph: KernelGraph, inputs: list[np.ndarray], repeats: int)
     times, out = [], None
     for _ in range(max(repeats, 1)):
         start = time.perf_counter()
-        (out, *_) = ml.interpret(graph, inputs, dtype="float32")
+        (out, *_) = interpret(graph, inputs, dtype="float32")
         times.append(time.perf_counter() - start)
     assert out is not None
     return out, statistics.median(times)

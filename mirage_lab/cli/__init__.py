@@ -32,7 +32,7 @@ from mirage_lab.cli.argument_types import (
 )
 from mirage_lab.cli.sources import FORMS, ProgramFileError
 from mirage_lab.errors import MirageError
-from mirage_lab.runs import DEFAULT_ROOT
+from mirage_lab.search.run_folder import DEFAULT_ROOT
 from mirage_lab.search.run_list import BEST_FOLDER
 
 GRAPH_HELP = f"GRAPH: {FORMS}"

@@ -15,34 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mirage_lab.cli.sources import Source, resolve
+from mirage_lab.cli.sources import Source, config_for, resolve
 from mirage_lab.errors import InputError
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.paths import output_dir, output_file, writing
 
 if TYPE_CHECKING:
     from mirage_lab.codegen import CodegenOptions
-
-PRESET_OF_BENCHMARK = {"lora": "lora", "gqa": "attention", "mqa": "attention", "mha": "attention",
-                       "qknorm_gqa": "attention"}
-
-
-# --------------------------------------------------------------------------- search
-
-def config_for(source: Source, preset_name: str | None, settings: list[str]) -> Any:
-    """The SearchConfig: ``preset_name`` (default: the benchmark's, else "default") with ``KEY=VALUE`` settings,
-    each VALUE read by its setting's rule (``search/settings.py``): ``forloop_ranges=[4,16]``, ``pruning=false``."""
-    from mirage_lab.search.config import SearchConfig, preset
-
-    base = preset(preset_name or PRESET_OF_BENCHMARK.get(source.benchmark or "", "mlp" if source.benchmark
-                                                         else "default"))
-    changes: dict[str, str] = {}
-    for item in settings:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise InputError(f"--set {item!r}: expected KEY=VALUE, e.g. --set forloop_ranges=[4,16]")
-        changes[key.strip()] = value
-    return SearchConfig.from_settings(base, changes) if changes else base
 
 
 #: seconds ``--executor dask:ADDRESS`` waits for the scheduler to answer

@@ -22,7 +22,7 @@ import pandas as pd
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
 from mirage_lab.bench.timing import measure_cpu, with_speedups
-from mirage_lab.cli.sources import resolve
+from mirage_lab.cli.sources import config_for, resolve
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.paths import input_dir, output_dir, output_file
@@ -75,7 +75,6 @@ def write_tables(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
 
 def run_search(args: argparse.Namespace, out: Path) -> tuple[dict[str, pd.DataFrame], Path | None]:
     """Superoptimize ``args.search`` from its unfused form; its tables and its run folder."""
-    from mirage_lab.cli.commands import config_for
     from mirage_lab.search import superoptimize
 
     source = resolve(args.search)

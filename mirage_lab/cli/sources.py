@@ -182,3 +182,23 @@ def _from_run(path: Path, selector: str) -> Source:
     i = _index(selector, len(result.candidates), "ranked μGraph")
     name = path.resolve().name
     return Source(result.candidates[i].graph, f"{name}_rank{i}", program=Source(result.program, f"{name} program"))
+
+
+PRESET_OF_BENCHMARK = {"lora": "lora", "gqa": "attention", "mqa": "attention", "mha": "attention",
+                       "qknorm_gqa": "attention"}
+
+
+def config_for(source: Source, preset_name: str | None, settings: list[str]) -> Any:
+    """The SearchConfig: ``preset_name`` (default: the benchmark's, else "default") with ``KEY=VALUE`` settings,
+    each VALUE read by its setting's rule (``search/settings.py``): ``forloop_ranges=[4,16]``, ``pruning=false``."""
+    from mirage_lab.search.config import SearchConfig, preset
+
+    base = preset(preset_name or PRESET_OF_BENCHMARK.get(source.benchmark or "", "mlp" if source.benchmark
+                                                         else "default"))
+    changes: dict[str, str] = {}
+    for item in settings:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"--set {item!r}: expected KEY=VALUE, e.g. --set forloop_ranges=[4,16]")
+        changes[key.strip()] = value
+    return SearchConfig.from_settings(base, changes) if changes else base

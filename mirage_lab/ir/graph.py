@@ -7,52 +7,31 @@ indices into its graph's ``tensors``. Graphs are only built through the builders
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mirage_lab.ir.dtype import DType
-from mirage_lab.ir.ops import AttrValue, Kind, Level, Op
-from mirage_lab.ir.tensor import Dims, TensorType
+from mirage_lab.ir import printer
+from mirage_lab.ir.canonical import canonical_hash
+from mirage_lab.ir.node import (
+    PHI,
+    Attrs,
+    Grid,
+    Node,
+    loader_dtensor,
+    loader_tile,
+    make_attrs,
+    plural,
+    saver_dims,
+    saver_dtensor,
+)
+from mirage_lab.ir.ops import Level, Op
+from mirage_lab.ir.tensor import TensorType
 
-Attrs = tuple[tuple[str, AttrValue], ...]
-Grid = tuple[int, int, int]
-PHI = -1  # a replicated (unmapped) imap / omap entry, or "no forloop dim"
-
-
-def make_attrs(values: Mapping[str, Any]) -> Attrs:
-    """Canonical attribute tuple: sorted by name, lists turned into tuples, ``None`` dropped."""
-    items = []
-    for k, v in sorted(values.items()):
-        if v is None:
-            continue
-        items.append((k, tuple(v) if isinstance(v, list | tuple) else v))
-    return tuple(items)
-
-
-@dataclass(frozen=True)
-class Node:
-    """One op application. ``body`` holds the block graph of a customized kernel op."""
-
-    op: Op
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    attrs: Attrs = ()
-    body: BlockGraph | None = None
-
-    @functools.cached_property
-    def attr_map(self) -> dict[str, AttrValue]:
-        return dict(self.attrs)
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        return self.attr_map.get(name, default)
-
-    @property
-    def kind(self) -> Kind:
-        return self.op.spec.kind
-
+# the node-level names are imported from here throughout the code
+__all__ = ["PHI", "Attrs", "BlockGraph", "Grid", "KernelGraph", "Node", "loader_dtensor", "loader_tile",
+           "make_attrs", "plural", "saver_dims", "saver_dtensor"]
 
 @dataclass(frozen=True)
 class BlockGraph:
@@ -99,18 +78,14 @@ class BlockGraph:
         return iter(self.nodes)
 
     def __str__(self) -> str:
-        from mirage_lab.ir.printer import format_block_graph
-
-        return format_block_graph(self)
+        return printer.format_block_graph(self)
 
     def __repr__(self) -> str:
         return (f"BlockGraph(grid={self.grid}, forloop_range={self.forloop_range}, "
                 f"{len(self.loaders)} in, {plural(len(self.compute_nodes), 'op')}, {len(self.savers)} out)")
 
     def _repr_html_(self) -> str:
-        from mirage_lab.ir.printer import to_html
-
-        return to_html(self)
+        return printer.to_html(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
@@ -151,29 +126,17 @@ class KernelGraph:
 
     def canonical_hash(self) -> str:
         """A stable content hash (sha256 of the canonical JSON), equal for equal graphs."""
-        from mirage_lab.ir.io import canonical_hash
-
         return canonical_hash(self)
-
-    def superoptimize(self, config: Any = None, **kw: Any) -> Any:
-        """Search for faster equivalent μGraphs: ``ml.superoptimize(self, config, **kw)``."""
-        from mirage_lab.search.runner import superoptimize
-
-        return superoptimize(self, config, **kw)
 
     def to_python(self) -> str:
         """Builder code that rebuilds an equal graph."""
-        from mirage_lab.ir.printer import to_python
-
-        return to_python(self)
+        return printer.to_python(self)
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)
 
     def __str__(self) -> str:
-        from mirage_lab.ir.printer import format_kernel_graph
-
-        return format_kernel_graph(self)
+        return printer.format_kernel_graph(self)
 
     def __repr__(self) -> str:
         kinds = [n.op.value for n in self.compute_nodes]
@@ -184,40 +147,6 @@ class KernelGraph:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        from mirage_lab.ir.printer import to_html
-
-        return to_html(self)
+        return printer.to_html(self)
 
 
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def loader_dtensor(node: Node) -> TensorType:
-    """The DTensor type a block-graph loader reads."""
-    return TensorType(tuple(node.attr("dims")), DType(node.attr("dtype")))
-
-
-def saver_dtensor(bg: BlockGraph, node: Node) -> TensorType:
-    """The DTensor a saver writes: tile dims × grid size on each omap dim (SPEC §3.2)."""
-    tile = bg.tensors[node.inputs[0]]
-    return TensorType(saver_dims(tile.dims, node.attr("omap"), bg.grid), tile.dtype)
-
-
-def saver_dims(tile: Dims, omap: tuple[int, ...], grid: Grid) -> Dims:
-    dims = list(tile)
-    for axis, d in enumerate(omap):
-        if grid[axis] > 1 and d >= 0:
-            dims[d] *= grid[axis]
-    return tuple(dims)
-
-
-def loader_tile(dims: Dims, imap: tuple[int, ...], fmap: int, grid: Grid, forloop_range: int) -> Dims:
-    """The per-block, per-iteration tile a loader produces (SPEC §3.2); assumes divisibility."""
-    tile = list(dims)
-    for axis, d in enumerate(imap):
-        if grid[axis] > 1 and d >= 0:
-            tile[d] //= grid[axis]
-    if fmap >= 0:
-        tile[fmap] //= forloop_range
-    return tuple(tile)

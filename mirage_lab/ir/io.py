@@ -9,7 +9,6 @@ code. Nothing is ``eval``-ed or unpickled; sizes and nesting are bounded.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import uuid
@@ -20,8 +19,9 @@ from typing import Any
 from mirage_lab.arguments import checked
 from mirage_lab.errors import FormatError, MirageError, PathError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
+from mirage_lab.ir.canonical import graph_to_dict, tensor_dict
 from mirage_lab.ir.dtype import DType
-from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node
+from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.ops import ACCUM_KEY, Kind, Level, Op
 from mirage_lab.ir.smem import UNCHECKED
 from mirage_lab.ir.tensor import TensorType
@@ -36,55 +36,10 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 # --------------------------------------------------------------------------- writing
 
 
-def _tensor_dict(t: TensorType, block: bool) -> dict[str, Any]:
-    d: dict[str, Any] = {"dims": list(t.dims), "dtype": t.dtype.value}
-    if block:
-        d["post_loop"] = t.post_loop
-    return d
-
-
-def _attr_json(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple) else v
-
-
-def _node_dict(n: Node) -> dict[str, Any]:
-    d: dict[str, Any] = {"op": n.op.value, "inputs": list(n.inputs), "outputs": list(n.outputs)}
-    if n.attrs:
-        d["attrs"] = {k: _attr_json(v) for k, v in n.attrs}
-    if n.body is not None:
-        d["body"] = block_graph_to_dict(n.body)
-    return d
-
-
-def block_graph_to_dict(bg: BlockGraph) -> dict[str, Any]:
-    return {
-        "grid": list(bg.grid),
-        "block": list(bg.block),
-        "forloop_range": bg.forloop_range,
-        "reduction_dimx": bg.reduction_dimx,
-        "tensors": [_tensor_dict(t, True) for t in bg.tensors],
-        "nodes": [_node_dict(n) for n in bg.nodes],
-    }
-
-
-def graph_to_dict(g: KernelGraph) -> dict[str, Any]:
-    return {
-        "tensors": [_tensor_dict(t, False) for t in g.tensors],
-        "nodes": [_node_dict(n) for n in g.nodes],
-        "outputs": list(g.outputs),
-    }
-
-
 def dumps(graphs: KernelGraph | Sequence[KernelGraph], indent: int | None = 1) -> str:
     gs = [graphs] if isinstance(graphs, KernelGraph | KernelGraphBuilder) else list(graphs)
     doc = {"format": FORMAT, "version": VERSION, "graphs": [graph_to_dict(as_graph(g)) for g in gs]}
     return json.dumps(doc, indent=indent)
-
-
-def canonical_hash(g: KernelGraph) -> str:
-    """sha256 of the compact canonical JSON of ``g``: equal graphs, equal hashes, in every process."""
-    text = json.dumps(graph_to_dict(g), separators=(",", ":"), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @checked
@@ -283,7 +238,7 @@ def _expect_types(built: Sequence[TensorType], recorded: Any, where: str, block:
         raise FormatError(f"{where}: 'tensors' lists {len(recorded) if isinstance(recorded, list) else '?'} "
                           f"entries but the ops define {len(built)}")
     for i, (t, r) in enumerate(zip(built, recorded, strict=True)):
-        want = _tensor_dict(t, block)
+        want = tensor_dict(t, block)
         if r != want:
             raise FormatError(f"{where}: tensor {i} is recorded as {r} but the rules derive {want}; "
                               "the file was edited inconsistently")

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mirage_lab.ir.canonical import canonical_hash
 from mirage_lab.ir.dtype import DType
-from mirage_lab.ir.graph import PHI, BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
-from mirage_lab.ir.io import canonical_hash
-from mirage_lab.ir.ops import ACCUM_KEY, Kind, Op
+from mirage_lab.ir.node import PHI, Node, loader_dtensor, saver_dtensor
+from mirage_lab.ir.ops import ACCUM_KEY, Kind, Level, Op
 from mirage_lab.ir.smem import DEFAULT_ARCH, capacity, heuristic_usage
 from mirage_lab.ir.tensor import TensorType, contiguous_strides
 
@@ -56,19 +56,27 @@ BLOCK_INDENT = "    "  # block ops, relative to their braces
 PHI_SIGN = "φ"
 POST_LOOP_SIGN = "ᵖ"
 
-Graph = KernelGraph | BlockGraph
+if TYPE_CHECKING:  # ir.graph formats itself with this module, so the classes are only named here
+    from typing import TypeAlias
+
+    from typing_extensions import TypeIs
+
+    from mirage_lab.ir.graph import BlockGraph, KernelGraph
+
+    Graph: TypeAlias = KernelGraph | BlockGraph
 
 
 def _freeze(g: Any) -> Graph:
     """Accept frozen graphs and builders (which are frozen on the fly)."""
-    if isinstance(g, KernelGraph | BlockGraph):
-        return g
-    freeze = getattr(g, "freeze", None)
-    if callable(freeze):
-        out = freeze()
-        if isinstance(out, KernelGraph | BlockGraph):
-            return out
+    freeze = getattr(g, "freeze", None)  # builders have it, frozen graphs do not
+    out = freeze() if callable(freeze) else g
+    if getattr(out, "level", None) in (Level.KERNEL, Level.BLOCK) and hasattr(out, "nodes"):
+        return out
     raise TypeError(f"expected a KernelGraph or BlockGraph (or a builder of one), got {type(g).__name__}")
+
+
+def _is_kernel(g: Graph) -> TypeIs[KernelGraph]:
+    return g.level is Level.KERNEL
 
 
 # --------------------------------------------------------------------------- small formatters
@@ -148,13 +156,13 @@ def smem_bytes(bg: BlockGraph) -> int:
 def format_graph(g: Any) -> str:
     """The listing of a kernel or block graph (or of a builder's current graph)."""
     graph = _freeze(g)
-    return format_kernel_graph(graph) if isinstance(graph, KernelGraph) else format_block_graph(graph)
+    return format_kernel_graph(graph) if _is_kernel(graph) else format_block_graph(graph)
 
 
 def format_kernel_graph(g: Any) -> str:
     """A jaxpr-like listing of a kernel graph; customized ops show their block graphs nested."""
     graph = _freeze(g)
-    if isinstance(graph, BlockGraph):
+    if not _is_kernel(graph):
         return format_block_graph(graph)
     inputs = []
     for n in graph.nodes:
@@ -197,7 +205,7 @@ def format_block_graph(bg: Any, indent: str = "", *, inputs: Sequence[str] | Non
     ``out0:f16[…]`` with their DTensor types.
     """
     graph = _freeze(bg)
-    if isinstance(graph, KernelGraph):
+    if _is_kernel(graph):
         return "\n".join(indent + line for line in format_kernel_graph(graph).splitlines())
     lines = [f"{indent}{{ block {block_header(graph)}"]
     body = indent + BLOCK_INDENT
@@ -227,7 +235,7 @@ def format_block_graph(bg: Any, indent: str = "", *, inputs: Sequence[str] | Non
 def summary(g: Any) -> str:
     """One line: sizes, kernels, block graphs and (kernel graphs) a short canonical hash."""
     graph = _freeze(g)
-    if isinstance(graph, BlockGraph):
+    if not _is_kernel(graph):
         return (f"BlockGraph: {len(graph.loaders)} in, {len(graph.compute_nodes)} ops, {len(graph.savers)} out"
                 f" · {block_header(graph)} · {POST_LOOP_SIGN} = post-loop")
     ops = graph.compute_nodes
@@ -336,7 +344,7 @@ def to_python(g: Any) -> str:
     """
     graph = _freeze(g)
     lines = ["import mirage_lab as ml", "", "g = ml.new_kernel_graph()"]
-    if isinstance(graph, BlockGraph):
+    if not _is_kernel(graph):
         names = []
         for k, n in enumerate(graph.loaders):
             names.append(f"d{k}")

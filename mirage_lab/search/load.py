@@ -3,7 +3,7 @@
 The folder's ``result.json`` (written last, so present only when the search finished or stopped at a
 budget) gives the ranking and the report; each ranked μGraph comes from ``candidates/<hash>.json``.
 Reading never writes and takes no lock. What it serves is checked against the folder's manifest
-(``mirage_lab.runs``): an edited program.json, config.json or result.json is refused with a
+(``mirage_lab.search.run_folder``): an edited program.json, config.json or result.json is refused with a
 ``RunFolderError``; a ranked candidate whose file does not match its recorded hash (or has none, as in
 folders written before manifests) is verified again with the search's own verifier, and dropped, with a
 warning, when it fails. A folder that is not a finished run gives an ``InputError`` naming what is missing.
@@ -18,9 +18,9 @@ from typing import Any
 
 from mirage_lab.arguments import checked
 from mirage_lab.errors import InputError, PathError, RunFolderError
-from mirage_lab.runs import CHANGED, RunFolder, events_file
 from mirage_lab.search.events import SearchReport
 from mirage_lab.search.lock import RunLock, describe
+from mirage_lab.search.run_folder import CHANGED, RunFolder, events_file
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.search.saved import ranked_candidates
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from mirage_lab.errors import FormatError, InputError, MirageError, PathError
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.runs import DEFAULT_ROOT, RunFolder
 from mirage_lab.search.lock import RunLock, describe
+from mirage_lab.search.run_folder import DEFAULT_ROOT, RunFolder
 
 if TYPE_CHECKING:
     import pandas as pd

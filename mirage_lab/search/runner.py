@@ -18,7 +18,7 @@ and resumes with the unfinished tasks.
 
 One search at a time writes a run folder: the search holds its lock (``mirage_lab.search.lock``),
 and a second search of the same folder waits, then usually answers from the cache. Nothing the
-folder holds is trusted unless its bytes match the manifest (``mirage_lab.runs``): a finished
+folder holds is trusted unless its bytes match the manifest (``mirage_lab.search.run_folder``): a finished
 run is served from the cache only when the result, the program, the config, the events and every
 ranked candidate match; otherwise the run is rebuilt from its saved tasks, and a saved task whose
 files do not match runs again (its candidates are verified again on the way). Readers of a
@@ -50,13 +50,13 @@ from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
-from mirage_lab.runs import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome, resumable
 from mirage_lab.search.events import Event, SearchReport, event_line, merge_verdicts
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.pool import process_pool
+from mirage_lab.search.run_folder import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.task import (
     BUDGETS,

@@ -19,10 +19,10 @@ from typing import Any
 from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_from_dict, graph_to_dict
-from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.enumerate import Candidate, Enumerator
 from mirage_lab.search.events import EventLog, merge_verdicts
+from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.verifier import Verifier
 

@@ -42,6 +42,7 @@ from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import PHI, BlockGraph, KernelGraph
 from mirage_lab.ir.io import _replay_for, block_graph_from_dict, graph_to_dict
 from mirage_lab.ir.ops import Level, Op
+from mirage_lab.verify.compare import really_different
 
 GraphDict = dict[str, Any]
 #: an edit proposal: (kind, description, edited dict)
@@ -325,8 +326,6 @@ def rewrites(graph: KernelGraph, *, kinds: Any = None, check: bool = True, seed:
     With ``check`` each is compared with ``graph`` by the float64 interpreter and kept only if equal;
     ``stats`` (if given) counts the kept, the invalid, and lists the discarded ones.
     """
-    from mirage_lab.verify.mutate import really_different
-
     stats = stats if stats is not None else RewriteStats()
     seen = {graph.canonical_hash()}
     chosen = list(REWRITES) if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 import mirage_lab as ml
-from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import preset
 from mirage_lab.search.events import read_events
 from mirage_lab.search.lock import RunLock
+from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.search.runner import run_folder_path, superoptimize
 from tests.conftest import REPO_ROOT
 from tests.search.test_search import SMALL, search, small_rmsnorm

@@ -15,11 +15,11 @@ import mirage_lab as ml
 from mirage_lab.errors import FormatError
 from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.jsonl import MemberFile, compress, members, read_lines
-from mirage_lab.runs import EVENTS, MANIFEST, OLD_EVENTS, RunFolder, events_file, sha256_file
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.events import EventLog, event_line, path_to, read_events
 from mirage_lab.search.load import load_run
+from mirage_lab.search.run_folder import EVENTS, MANIFEST, OLD_EVENTS, RunFolder, events_file, sha256_file
 from mirage_lab.search.task import task_context
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.widgets.event_index import EventIndex

@@ -22,8 +22,8 @@ import mirage_lab as ml
 from mirage_lab.cli import main
 from mirage_lab.errors import PathError, RunFolderError
 from mirage_lab.ir.io import graph_from_dict
-from mirage_lab.runs import MANIFEST, RunFolder, sha256_file
 from mirage_lab.search.load import load_run
+from mirage_lab.search.run_folder import MANIFEST, RunFolder, sha256_file
 from mirage_lab.task_log import NAME as TASK_LOG
 from tests.cli.small import SETTINGS, program_file
 from tests.search.test_search import search, small_rmsnorm

@@ -16,10 +16,10 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.ir.ops import Op
-from mirage_lab.runs import RunFolder
 from mirage_lab.search.config import preset
 from mirage_lab.search.events import path_to
 from mirage_lab.search.replay import build_candidate, replay
+from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.search.runner import SerialExecutor, superoptimize
 
 SMALL = dict(forloop_ranges=(4,), grid_divisors=(8,), block_ops=("matmul", "exp", "div", "accum_no_red", "accum_rms"),

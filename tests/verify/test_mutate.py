@@ -417,8 +417,8 @@ def test_verifier_rejects_mutants_of_reference_graphs(reference_dir, stem: str) 
 
 
 def test_mutant_inputs_are_seeded() -> None:
-    from mirage_lab.verify import mutate
+    from mirage_lab.verify import compare
 
-    a = mutate._inputs(gqa_program(), 3, 0)
-    assert all(np.array_equal(x, y) for x, y in zip(a, mutate._inputs(gqa_program(), 3, 0), strict=True))
+    a = compare._inputs(gqa_program(), 3, 0)
+    assert all(np.array_equal(x, y) for x, y in zip(a, compare._inputs(gqa_program(), 3, 0), strict=True))
     assert max(float(np.abs(x).max()) for x in a) <= 0.2  # exp in the graph: small inputs

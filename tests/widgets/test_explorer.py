@@ -11,9 +11,9 @@ import pytest
 
 from mirage_lab.errors import FormatError, InputError
 from mirage_lab.ir.io import graph_to_dict
-from mirage_lab.runs import EVENTS, RunFolder
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.events import EventLog, read_events
+from mirage_lab.search.run_folder import EVENTS, RunFolder
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.search.task import task_context
 from mirage_lab.widgets import event_index

@@ -10,7 +10,7 @@ import pytest
 
 from mirage_lab.bench import fused
 from mirage_lab.errors import InputError
-from mirage_lab.runs import EVENTS
+from mirage_lab.search.run_folder import EVENTS
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.widgets.export import export_html
 from mirage_lab.widgets.graph_view import GraphView

@@ -49,9 +49,11 @@ from typing import Any
 
 from mirage_lab.cache import sha256_file as file_sha256
 from mirage_lab.errors import FormatError, PathError, RunFolderError
-from mirage_lab.ir.io import read_json, write_atomic
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import graph_from_dict, read_json, write_atomic
 from mirage_lab.jsonl import GZ, compress, inflate
 from mirage_lab.paths import file_in_the_way, output_dir
+from mirage_lab.search.config import SearchConfig
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.task_log import TaskLog, entry_name
 
@@ -300,16 +302,12 @@ class RunFolder:
         return self.write(self.candidate_name(doc["hash"]), doc)
 
     # ---- what a finished (or interrupted) search left, for views and scripts
-    def program(self) -> Any:
-        """The searched program (a KernelGraph)."""
-        from mirage_lab.ir.io import graph_from_dict
-
+    def program(self) -> KernelGraph:
+        """The searched program."""
         return graph_from_dict(self._identity("program.json", "is it a run folder (runs/<program>-<config>)?"))
 
-    def config(self) -> Any:
-        """The SearchConfig (budgets are not stored: a run folder answers the same question at any budget)."""
-        from mirage_lab.search.config import SearchConfig
-
+    def config(self) -> SearchConfig:
+        """The search's config (budgets are not stored: a run folder answers the same question at any budget)."""
         return SearchConfig.from_json(self._identity("config.json", "the search never started; rerun it"))
 
     def _identity(self, name: str, hint: str) -> Any:
