@@ -52,16 +52,16 @@ from mirage_lab.codegen.cuda import (
     prepare,
 )
 from mirage_lab.codegen.run import evaluate_library, lay_out
-from mirage_lab.errors import ArgumentError, MirageError, UnsupportedOpError
+from mirage_lab.codegen.storage import storage
+from mirage_lab.errors import ArgumentError, MirageError
 from mirage_lab.ir.builder import KernelGraphBuilder
-from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.semantics.interpret import check_inputs
 
 Schedule = Literal["forward", "reverse", "threads"]
 SCHEDULES: dict[str, int] = {"forward": 0, "reverse": 1, "threads": 2}
 GXX_FLAGS = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-fno-strict-aliasing")  # CUDA code type-puns
-NUMPY_DTYPES: dict[DType, type[np.floating]] = {DType.FLOAT16: np.float16, DType.FLOAT32: np.float32}
+
 #: the generator's one shared-memory declaration; rewritten to the per-block buffer of the shim
 SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(\d+\)\s+char\s+smem\[\];")
 KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+(?:, \d+)?\))? (\w+)\(')
@@ -103,6 +103,18 @@ __attribute__((constructor)) static void mirage_init_h2f() {
 static inline float __half2float(__half h) { uint16_t u; std::memcpy(&u, &h, 2); return mirage_h2f[u]; }
 static inline __half __float2half(float f) { return (__half)f; }
 static inline float2 __half22float2(__half2 h) { return {__half2float(h.x), __half2float(h.y)}; }
+
+// bf16 in software (GCC 12 has no __bf16 arithmetic): the top half of an fp32. Widening is exact; narrowing
+// rounds to nearest even, and a NaN stays a NaN, as __float2bfloat16 does (numpy's side: codegen/bf16.py).
+struct __nv_bfloat16 { uint16_t bits; };
+static inline float __bfloat162float(__nv_bfloat16 h) {
+  uint32_t u = uint32_t(h.bits) << 16; float f; std::memcpy(&f, &u, 4); return f;
+}
+static inline __nv_bfloat16 __float2bfloat16(float f) {
+  uint32_t u; std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return {uint16_t((u >> 16) | 0x40u)};
+  return {uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
 
 static dim3u blockIdx;                     // blocks run one at a time
 static thread_local dim3u threadIdx;       // set per OS thread, or by the fiber scheduler on each switch
@@ -314,12 +326,10 @@ def cpu_source(source: str) -> str:
     """``source`` made plain C++20: the shim, the kernels (shared memory rewritten), one launcher each."""
     names = KERNEL_NAME.findall(source)
     body = SMEM_DECL.sub("char* smem = mirage_smem;", source)
-    for header in ("#include <cuda_fp16.h>", "#include <mma.h>"):  # the shim stands in for both
+    for header in ("#include <cuda_fp16.h>", "#include <cuda_bf16.h>", "#include <mma.h>"):  # the shim has them
         body = body.replace(header, "")
     for ty in ("uint4", "const uint4", "uint2", "const uint2", "uint1", "const uint1"):  # checked, same parentheses
         body = body.replace(f"reinterpret_cast<{ty}*>(", f"mirage_vec<{ty}>(")
-    if "cuda_bf16" in body:
-        raise UnsupportedOpError("the CPU emulation has no bf16 type (GCC 12 lacks __bf16 arithmetic); use fp16")
     launchers = [f'extern "C" void launch_{n}(void** a, int gx, int gy, int gz, int threads, int smem, int mode) '
                  f"{{ mirage_launch(mirage_thunk<{n}>, a, gx, gy, gz, threads, smem, mode); }}" for n in names]
     return SHIM + "\n" + body + "\n" + "\n".join(launchers) + "\n"
@@ -385,7 +395,8 @@ def _kernels_in_log(text: str, log: str) -> str:
 def run_cuda_on_cpu(graph: KernelGraph | KernelGraphBuilder, inputs: Sequence[np.ndarray], *,
                     source: str | None = None, schedule: Schedule = "forward", options: CodegenOptions | None = None,
                     library_calls: bool = False, **flags: bool) -> list[np.ndarray]:
-    """Run ``graph``'s (a builder or a frozen graph) generated CUDA on the CPU; outputs in the tensors' dtype.
+    """Run ``graph``'s (a builder or a frozen graph) generated CUDA on the CPU; outputs in the tensors' dtype
+    (bf16 ones as float32 arrays holding the bf16 values: numpy has no bf16).
     ``options`` or keyword flags (``codegen.cuda.CodegenOptions``) choose the code; ``source`` replaces it with a
     variant (whose shared memory must fit the plan of those options). Every op runs a generated kernel;
     ``library_calls=True`` evaluates predefined kernel ops in numpy instead. Inputs declared with strides are
@@ -401,16 +412,19 @@ def run_cuda_on_cpu(graph: KernelGraph | KernelGraphBuilder, inputs: Sequence[np
     types = program.tensors
     env: dict[int, np.ndarray] = {}
     for i, (t, a) in enumerate(zip(program.inputs, inputs, strict=True)):
-        env[t] = lay_out(np, a, _np_dtype(types[t].dtype), types[t].dims, program.strides.get(t), f"input {i} (d{t})")
+        held = storage(types[t].dtype)
+        env[t] = lay_out(np, held.encode(np, a), held.array, types[t].dims, program.strides.get(t),
+                         f"input {i} (d{t})")
     for step in program.steps:
         if isinstance(step, KernelLaunch):
             assert lib is not None
             _launch(lib, program, graph, step, env, SCHEDULES[schedule])
-        else:
-            out = evaluate_library(step, [env[t] for t in step.inputs], [types[t].dims for t in step.inputs],
-                                   _np_dtype(types[step.outputs[0]].dtype), "numpy")
-            env[step.outputs[0]] = np.asarray(out)
-    return [env[t] for t in program.outputs]
+        else:  # a library call computes in fp32 (bf16 operands widened), and its result is stored in its dtype
+            args = [storage(types[t].dtype).decode(np, env[t]) for t in step.inputs]
+            held = storage(types[step.outputs[0]].dtype)
+            out = evaluate_library(step, args, [types[t].dims for t in step.inputs], held.value, "numpy")
+            env[step.outputs[0]] = held.encode(np, np.asarray(out))
+    return [storage(types[t].dtype).decode(np, env[t]) for t in program.outputs]
 
 
 def _launch(lib: ctypes.CDLL, program: CudaProgram, graph: KernelGraph, step: KernelLaunch,
@@ -418,7 +432,8 @@ def _launch(lib: ctypes.CDLL, program: CudaProgram, graph: KernelGraph, step: Ke
     n_out = len(graph.nodes[step.node].outputs)
     outs = step.args[len(step.args) - n_out:]
     for t in outs:  # NaN until stored: an element no block writes is an error, not a stale value
-        env[t] = np.full(program.tensors[t].dims, np.nan, dtype=_np_dtype(program.tensors[t].dtype))
+        held = storage(program.tensors[t].dtype)
+        env[t] = np.full(program.tensors[t].dims, held.nan, dtype=held.array)
     ptrs = (ctypes.c_void_p * len(step.args))(*(env[t].ctypes.data for t in step.args))
     fn = getattr(lib, f"launch_{step.name}")
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] + [ctypes.c_int] * 6
@@ -427,9 +442,3 @@ def _launch(lib: ctypes.CDLL, program: CudaProgram, graph: KernelGraph, step: Ke
     error = lib.mirage_last_error()
     if error:
         raise EmulationError(f"{step.name}: {error.decode()}")
-
-
-def _np_dtype(dtype: DType) -> type[np.floating]:
-    if dtype not in NUMPY_DTYPES:
-        raise UnsupportedOpError(f"the CPU emulation stores fp16 and fp32 tensors only, not {dtype}")
-    return NUMPY_DTYPES[dtype]

@@ -23,6 +23,7 @@ from mirage_lab.codegen.cuda import (
     plan_cuda,
     prepare,
 )
+from mirage_lab.codegen.storage import storage
 from mirage_lab.errors import InputError, ResourceError, UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
@@ -135,20 +136,23 @@ class CompiledGraph:
         check_inputs(self.graph, inputs)
         env: dict[int, Any] = {}
         for i, (t, a) in enumerate(zip(self.program.inputs, inputs, strict=True)):
-            env[t] = lay_out(cupy, a, types[t].dtype.value, types[t].dims, self.program.strides.get(t),
+            held = storage(types[t].dtype)
+            env[t] = lay_out(cupy, held.encode(cupy, a), held.array, types[t].dims, self.program.strides.get(t),
                              f"input {i} (d{t})")
         for step in self.program.steps:
             if isinstance(step, KernelLaunch):
-                outs = [cupy.empty(types[t].dims, dtype=types[t].dtype.value) for t in step.args[-self._n_out(step):]]
+                outs = [cupy.empty(types[t].dims, dtype=storage(types[t].dtype).array)
+                        for t in step.args[-self._n_out(step):]]
                 args = [env[t] for t in step.args[:len(step.args) - len(outs)]] + outs
                 self._kernels[step.name](step.grid, (step.threads, 1, 1), tuple(args), shared_mem=step.smem_bytes)
                 env.update(zip(step.args[len(step.args) - len(outs):], outs, strict=True))
-            else:
+            else:  # bf16 operands widened to fp32, the result stored in its dtype
                 dims = [types[t].dims for t in step.inputs]
-                out = run_library(step, [env[t] for t in step.inputs], dims,
-                                  cupy.dtype(types[step.outputs[0]].dtype.value))
-                env[step.outputs[0]] = out
-        return [env[t] for t in self.program.outputs]
+                held = storage(types[step.outputs[0]].dtype)
+                out = run_library(step, [storage(types[t].dtype).decode(cupy, env[t]) for t in step.inputs], dims,
+                                  cupy.dtype(held.value))
+                env[step.outputs[0]] = held.encode(cupy, out)
+        return [storage(types[t].dtype).decode(cupy, env[t]) for t in self.program.outputs]
 
     def _n_out(self, step: KernelLaunch) -> int:
         return len(self.graph.nodes[step.node].outputs)
