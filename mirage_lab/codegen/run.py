@@ -13,16 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirage_lab.codegen.compile import compile_module
-from mirage_lab.codegen.cuda import (
-    CodegenOptions,
-    CudaProgram,
-    KernelLaunch,
-    LibraryCall,
-    codegen_options,
-    generate_cuda,
-    plan_cuda,
-    prepare,
-)
+from mirage_lab.codegen.options import CodegenOptions, codegen_options
+from mirage_lab.codegen.plan import CudaProgram, KernelLaunch, LibraryCall, plan_cuda, prepare
+from mirage_lab.codegen.source import generate_cuda
 from mirage_lab.codegen.storage import storage
 from mirage_lab.errors import InputError, ResourceError, UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder
@@ -161,7 +154,7 @@ class CompiledGraph:
 def compile(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
             library_calls: bool = False, **flags: bool) -> CompiledGraph:
     """Generate, compile (CuPy RawModule) and wrap ``graph`` (a builder or a frozen graph) as a callable on CuPy
-    arrays. ``options``, or keyword flags such as ``prefetch=False``: see ``codegen.cuda.CodegenOptions``;
+    arrays. ``options``, or keyword flags such as ``prefetch=False``: see ``codegen.options.CodegenOptions``;
     ``library_calls=True`` runs predefined kernel ops through CuPy instead of generated kernels."""
     return CompiledGraph(graph, codegen_options(options, flags), library_calls=library_calls)
 
@@ -180,12 +173,18 @@ def unfused_cuda(program: KernelGraph) -> Callable[..., list[Any]]:
 
 @dataclass(frozen=True)
 class Timing:
-    """Milliseconds per call, from CUDA events."""
+    """Milliseconds per call: from CUDA events (``time_callable``), or wall time (the reference backend)."""
 
     median_ms: float
     p10_ms: float
     p90_ms: float
     samples_ms: tuple[float, ...]
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float]) -> Timing:
+        """The median and deciles of ``samples`` (milliseconds, at least one)."""
+        deciles = statistics.quantiles(samples, n=10) if len(samples) > 1 else list(samples) * 9
+        return cls(statistics.median(samples), deciles[0], deciles[-1], tuple(samples))
 
     def __str__(self) -> str:
         return f"{self.median_ms:.4f} ms (p10 {self.p10_ms:.4f}, p90 {self.p90_ms:.4f}, n={len(self.samples_ms)})"
@@ -206,5 +205,4 @@ def time_callable(fn: Callable[..., Any], args: Sequence[Any], warmup: int = 16,
         end.record()
         end.synchronize()
         samples.append(float(cupy.cuda.get_elapsed_time(start, end)))
-    deciles = statistics.quantiles(samples, n=10) if len(samples) > 1 else samples * 9
-    return Timing(statistics.median(samples), deciles[0], deciles[-1], tuple(samples))
+    return Timing.from_samples(samples)

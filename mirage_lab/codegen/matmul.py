@@ -1,0 +1,148 @@
+"""Block matmuls: on tensor cores (wmma), on CUDA cores with register blocking (and the K loop split over idle
+threads, ``codegen.split_sum``), or element by element.
+
+**Tensor cores** (``tensor_cores=True``, the default): a matmul whose fp16 tiles fit the wmma shapes
+(``optimize.tensor_cores``) runs as warp-level ``nvcuda::wmma`` 16×16×16 (or 8×32×16) products with fp32
+accumulation; each warp stores its output tile to a private fp32 staging tile in shared memory, and its
+lanes apply the fused epilogue from there. ``__syncwarp()`` sits outside the ``tile < tiles`` guard, so
+every thread meets it the same number of times (the CPU emulation runs it as a block barrier).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+
+from mirage_lab.codegen.split_sum import add_line, combine_shares, split_block, split_sum
+from mirage_lab.codegen.vectors import VECTORS
+from mirage_lab.codegen.writer import KernelWriter
+from mirage_lab.ir.dtype import DType
+from mirage_lab.ir.ops import Op
+from mirage_lab.optimize.tensor_cores import WARP
+
+
+def _strip_width(w: KernelWriter, parts: list[tuple[int, int]], n: int, rows: int, splits: bool) -> int:
+    """Output columns per thread in a CUDA-core matmul: the widest fp16 vector (8, 4, 2) that N and every B
+    pitch allow; without a K split, only while that still leaves a strip for every thread."""
+    if any(w.bg.tensors[b].dtype is not DType.FLOAT16 for _, b in parts):
+        return 1
+    for width in (8, 4, 2):
+        if n % width == 0 and all(w.pitch(b) % width == 0 for _, b in parts) and (
+                splits or rows * n // width >= w.threads):
+            return width
+    return 1
+
+
+def _cuda_core_matmul(w: KernelWriter, k: int, parts: list[tuple[int, int]], n: int) -> bool:
+    """A matmul on CUDA cores with register blocking: each thread owns a strip of ``width`` consecutive output
+    columns, reads A's element once and B's strip as one vector per step of K, and keeps ``width`` fp32 sums.
+    When the strips leave at least half the block idle and the matmul feeds a plain sum accumulator, the K
+    loop is split over the idle threads (consecutive threads on consecutive terms), whose partial sums
+    ``combine_shares`` adds up. False when the parts' split points differ (``concat_then_matmul`` of unequal splits)."""
+    if not all(w.dims(a)[-1] == w.dims(b)[-2] for a, b in parts):
+        return False
+    chain = w.schedule.chain(k)
+    into = chain[0] if len(chain) == 1 and w.bg.nodes[chain[0]].op is Op.ACCUM_NO_RED else None
+    rows = w.bg.tensors[w.bg.nodes[k].outputs[0]].numel // n
+    width = _strip_width(w, parts, n, rows, into is not None and w.split_sums)
+    strips, across = rows * n // width, n // width
+    share = split_sum(w, strips, min(w.dims(a)[-1] for a, _ in parts)) if into is not None else 1
+    total = strips * share
+    loop = (split_block(w, total, share, "strip") if share > 1
+            else w.block(f"for (int strip = threadIdx.x; strip < {strips}; strip += {w.threads})"))
+    with loop:
+        w.line(f"const int m = strip / {across}, n0 = strip % {across} * {width};" if across > 1
+               else "const int m = strip, n0 = 0;")
+        w.line(f"float sum[{width}] = {{}};")
+        with w.block(f"if (t < {total})") if share > 1 and total % w.threads else nullcontext():
+            for a, b in parts:
+                head = (f"for (int kk = part; kk < {w.dims(a)[-1]}; kk += {share})" if share > 1
+                        else f"for (int kk = 0; kk < {w.dims(a)[-1]}; ++kk)")
+                with w.block(head):
+                    w.line(f"const float x = {w.ld_at(a, f'm * {w.pitch(a)} + kk')};")
+                    _strip_products(w, b, width)
+        guard, how = combine_shares(w, share, "sum", width, total) if share > 1 else ("", "")
+        with w.block(f"if ({guard})") if guard else nullcontext():
+            w.line("#pragma unroll")
+            with w.block(f"for (int j = 0; j < {width}; ++j)"):
+                w.line(f"const int idx = m * {n} + n0 + j;")
+                if share > 1:
+                    note = f"accum_no_red; the K sum split over {share} threads"
+                    w.line(add_line(f"acc{into}[idx]", "sum[j]", how, note))
+                else:
+                    w.line("float v = sum[j];")
+                    w.epilogue(k)
+    return True
+
+
+def _strip_products(w: KernelWriter, b: int, width: int) -> None:
+    """``sum[j] += x · B[kk][n0 + j]`` for the strip, B's strip read as one vector of ``width`` halves."""
+    if width == 1:
+        w.line(f"sum[0] += x * {w.ld_at(b, f'kk * {w.pitch(b)} + n0')};")
+        return
+    vtype = dict(VECTORS)[width * 2]
+    w.line(f"const {vtype} y = *reinterpret_cast<const {vtype}*>(&s{b}[kk * {w.pitch(b)} + n0]);")
+    w.line("const __half2* h = reinterpret_cast<const __half2*>(&y);")
+    w.line("#pragma unroll")
+    with w.block(f"for (int j = 0; j < {width // 2}; ++j)"):
+        w.line("const float2 f = __half22float2(h[j]);")
+        w.line("sum[2 * j] += x * f.x;")
+        w.line("sum[2 * j + 1] += x * f.y;")
+
+
+def emit_mma(w: KernelWriter, k: int) -> None:
+    """Matmul k on tensor cores (``optimize.tensor_cores``): warps take output tiles in turn; each stores its
+    fp32 tile to its staging tile, whose elements its lanes then finish like any element of the output."""
+    t = w.mma[k]
+    (m, n), cols = t.shape, t.cols
+
+    def own_tile() -> AbstractContextManager[None]:
+        """Guards a warp's work in a last round that some warps sit out (never a ``__syncwarp()``)."""
+        return w.block(f"if (tile < {t.tiles})") if t.tiles % t.warps else nullcontext()
+
+    w.line(f"float* stage = mma{k} + (threadIdx.x / {WARP}) * {m * n};  // this warp's fp32 output tile")
+    with w.block(f"for (int t0 = 0; t0 < {t.tiles}; t0 += {t.warps})"):
+        w.line(f"const int tile = t0 + threadIdx.x / {WARP};")
+        across = cols // n  # tiles per row of tiles
+        w.line(f"const int tm = tile / {across} * {m}, tn = tile % {across} * {n};" if across > 1
+               else f"const int tm = tile * {m}, tn = 0;")
+        with own_tile():
+            w.line(f"wmma::fragment<wmma::accumulator, {m}, {n}, 16, float> c;")
+            w.line("wmma::fill_fragment(c, 0.f);")
+            for a, b, kdim in t.parts:
+                with w.block(f"for (int kk = 0; kk < {kdim}; kk += 16)"):
+                    w.line(f"wmma::fragment<wmma::matrix_a, {m}, {n}, 16, __half, wmma::row_major> a;")
+                    w.line(f"wmma::fragment<wmma::matrix_b, {m}, {n}, 16, __half, wmma::row_major> b;")
+                    pa, pb = w.pitch(a), w.pitch(b)
+                    w.line(f"wmma::load_matrix_sync(a, &s{a}[tm * {pa} + kk], {pa});")
+                    w.line(f"wmma::load_matrix_sync(b, &s{b}[kk * {pb} + tn], {pb});")
+                    w.line("wmma::mma_sync(c, a, b, c);")
+            w.line(f"wmma::store_matrix_sync(stage, c, {n}, wmma::mem_row_major);")
+        w.line("__syncwarp();  // the lanes read what all of them stored")
+        with own_tile(), w.block(f"for (int e = threadIdx.x % {WARP}; e < {m * n}; e += {WARP})"):
+            w.line(f"const int idx = (tm + e / {n}) * {cols} + tn + e % {n};")
+            w.line("float v = stage[e];")
+            w.epilogue(k)
+        if t.tiles > t.warps:  # after the last round, the stage's next writer is behind a __syncthreads()
+            w.line("__syncwarp();  // read before the next tile overwrites the stage")
+
+
+def emit_matmul(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    if k in w.mma:
+        emit_mma(w, k)
+        return
+    parts = list(zip(node.inputs[:len(node.inputs) // 2], node.inputs[len(node.inputs) // 2:], strict=True))
+    n = w.dims(node.outputs[0])[-1]
+    if _cuda_core_matmul(w, k, parts, n):
+        return
+
+    def body(cs: list[str]) -> list[str]:
+        lines = [f"const int m = idx / {n}, n = idx % {n};", "float v = 0.f;"]
+        (a0, b0), (a1, b1) = parts  # concat_then_matmul whose split points differ: multiply the concatenations
+        ka0, kb0 = w.dims(a0)[-1], w.dims(b0)[-2]
+        pa0, pa1, pb0, pb1 = (w.pitch(t) for t in (a0, a1, b0, b1))
+        lhs = f"(kk < {ka0} ? {w.ld_at(a0, f'm * {pa0} + kk')} : {w.ld_at(a1, f'm * {pa1} + kk - {ka0}')})"
+        rhs = f"(kk < {kb0} ? {w.ld_at(b0, f'kk * {pb0} + n')} : {w.ld_at(b1, f'(kk - {kb0}) * {pb1} + n')})"
+        return [*lines, f"for (int kk = 0; kk < {ka0 + w.dims(a1)[-1]}; ++kk) v += {lhs} * {rhs};"]
+
+    w.elementwise(k, body)

@@ -1,0 +1,130 @@
+"""Loaders and savers: tiles copied between global and shared memory, and the register prefetch of loop tiles.
+
+**Prefetch** (``prefetch=True``, the default): a loader that reads a new tile every iteration issues
+iteration i+1's global loads into registers right after iteration i's tiles are in shared memory, and
+stores them at the top of the next iteration, so memory latency overlaps the iteration's arithmetic
+and twice the bytes are in flight. It needs no extra shared memory. It is skipped for F = 1, and for a
+loop tile that would push a thread past ``PREFETCH_MAX_REGISTERS`` registers (the biggest tiles are
+chosen first, ``KernelWriter._prefetched_loaders``). Tiles are copied in the widest vectors (16, 8 or 4 bytes)
+their rows allow (``codegen.vectors``). ``prefetch=False`` gives the plain load–barrier–compute loop (for
+ablations: ``benchmarks/kernels.py`` times the variants side by side).
+
+**Strides**: a graph input declared with strides (``g.new_input(dims, strides=...)``, e.g. a column-major
+weight) is read in that layout: its loaders address global memory by the strides, in vectors only where the
+last dim is contiguous and the other strides keep rows aligned, element by element otherwise.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+from mirage_lab.codegen.expressions import coords, flat
+from mirage_lab.codegen.vectors import TileCopy, tile_copy
+from mirage_lab.codegen.writer import KernelWriter
+from mirage_lab.ir.graph import loader_dtensor, saver_dtensor
+from mirage_lab.ir.tensor import Dims, contiguous_strides
+
+AXES = "xyz"
+
+
+def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: bool, itemsize: int,
+               strides: Dims | None = None) -> None:
+    """Copy STensor t's tile between shared memory and a DTensor at offset ``base``: row-major, or laid out in
+    ``strides`` (a strided graph input).
+
+    In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``copy_vector``); a
+    padded tile's rows are whole vectors too, so each vector stays inside one row."""
+    tc = tile_copy(w.dims(t), full, itemsize, w.threads, strides)
+    w.line(f"const long long base = {base};")
+    loop: AbstractContextManager[None]
+    if tc.group:
+        w.line(f"const int col = threadIdx.x % {tc.per_row}, row0 = threadIdx.x / {tc.per_row};")
+        loop = w.block(f"if (row0 < {tc.group}) for (int row = row0; row < {tc.rows}; row += {tc.group})")
+    else:
+        loop = w.for_each(tc.chunks, "c")
+    with loop:
+        smem, g = _copy_addresses(w, t, full, tc, strides)
+        smem, g = f"s{t}[{smem}]", f"{glob}[base + {g}]"
+        src, dst = (g, smem) if load else (smem, g)
+        if tc.vtype:
+            src, dst = f"*reinterpret_cast<const {tc.vtype}*>(&{src})", f"*reinterpret_cast<{tc.vtype}*>(&{dst})"
+        w.line(f"{dst} = {src};")
+
+
+def _copy_addresses(w: KernelWriter, t: int, full: Dims, tc: TileCopy, strides: Dims | None = None
+                    ) -> tuple[str, str]:
+    """(shared-memory offset, DTensor offset from the tile's base) of the current copy: of ``c`` when flat,
+    of (``row``, ``col``) by rows. Declares ``idx`` (the flat index) for the flat mapping. ``strides``: the
+    DTensor's declared layout (None: row-major)."""
+    tile = w.dims(t)
+    if tc.group:
+        col = f"col * {tc.step}" if tc.step > 1 else "col"
+        return f"row * {w.pitch(t)} + {col}", flat(full, [*coords(tile[:-1], "row"), col], strides)
+    w.line(f"const int idx = c * {tc.step};" if tc.step > 1 else "const int idx = c;")
+    whole = tile == full and strides is None
+    return w.offset(t, "idx"), "idx" if whole else flat(full, coords(tile, "idx"), strides)
+
+
+def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
+    """Loader k's tile of ``iteration`` into registers ``pf<k>``, or (``iteration=None``) the registers into
+    its shared-memory tile. Register r of a thread holds its r-th copy in ``_tile_copy``'s order."""
+    node = w.bg.nodes[k]
+    d, t = loader_dtensor(node), node.outputs[0]
+    strides = w.strides.get(k)
+    tc = tile_copy(w.dims(t), d.dims, d.dtype.itemsize, w.threads, strides)
+    if iteration is not None:
+        base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), iteration, strides)
+        w.line(f"const long long base = {base};")
+    if tc.group:
+        w.line(f"const int col = threadIdx.x % {tc.per_row}, row0 = threadIdx.x / {tc.per_row};")
+    w.line("#pragma unroll")
+    with w.block(f"for (int r = 0; r < {w.prefetched[k]}; ++r)"):
+        if tc.group:
+            w.line(f"const int row = row0 + r * {tc.group};")
+            guard = f"row0 < {tc.group} && row < {tc.rows}"
+        else:
+            w.line(f"const int c = threadIdx.x + r * {w.threads};")
+            guard = f"c < {tc.chunks}"
+        with w.block(f"if ({guard})"):
+            smem, g = _copy_addresses(w, t, d.dims, tc, strides)
+            if iteration is not None:
+                w.line(f"pf{k}[r] = *reinterpret_cast<const {tc.vtype}*>(&{w.loader_param[k]}[base + {g}]);")
+            else:
+                w.line(f"*reinterpret_cast<{tc.vtype}*>(&s{t}[{smem}]) = pf{k}[r];")
+
+
+def _block_offset(w: KernelWriter, full: Dims, tile: Dims, amap: tuple[int, ...], fmap: int,
+                  iteration: str = "i", strides: Dims | None = None) -> str:
+    """The DTensor offset of this block's (and iteration's) tile: ``c[d]·t[d]`` per SPEC §3.4, in elements of
+    a row-major DTensor or of one laid out in ``strides``."""
+    strides = strides or contiguous_strides(full)
+    terms = []
+    for d in range(len(full)):
+        unit = tile[d] * strides[d]
+        if unit == 0:  # a stride-0 (broadcast) dim: every tile starts at the same place
+            continue
+        for a in range(3):
+            if amap[a] == d and w.bg.grid[a] > 1:
+                scale = unit * (w.bg.forloop_range if fmap == d else 1)
+                terms.append(f"(long long)blockIdx.{AXES[a]} * {scale}")
+        if fmap == d:
+            it = iteration if iteration.isidentifier() or iteration.isdigit() else f"({iteration})"
+            terms.append(f"(long long){it} * {unit}")
+    return " + ".join(terms) or "0"
+
+
+def emit_loader(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    d = loader_dtensor(node)
+    t = node.outputs[0]
+    strides = w.strides.get(k)
+    base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), strides=strides)
+    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize, strides)
+
+
+def emit_saver(w: KernelWriter, k: int) -> None:
+    node = w.bg.nodes[k]
+    t = node.inputs[0]
+    d = saver_dtensor(w.bg, node)
+    base = _block_offset(w, d.dims, w.dims(t), node.attr("omap"), -1)
+    _tile_copy(w, t, d.dims, base, w.saver_param[k], False, d.dtype.itemsize)
