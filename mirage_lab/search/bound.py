@@ -27,7 +27,6 @@ itself (docs/decisions.md).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +34,7 @@ from typing import Any
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import customized_floor, proxy_cost
 from mirage_lab.optimize.hardware import get_hardware
-from mirage_lab.search.events import Decision
+from mirage_lab.search.decision import Decision, OpenBlock, decoded
 from mirage_lab.search.replay import frozen_block, kernel_so_far, open_block, partial_graph, replay
 
 #: the hardware the search ranks its μGraphs for (``runner._rank``), and therefore bounds for
@@ -52,7 +51,7 @@ def ranking_seconds(graph: KernelGraph) -> float:
     return float(proxy_cost(graph, RANKING_HARDWARE).seconds)
 
 
-def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+def lower_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
                 reduction_dimx: int) -> tuple[float, float]:
     """(cost of the kernels ``decisions`` have built, the bound), in seconds. The bound adds one launch at kernel
     level, and inside an open block graph the floor of the kernel being built (``customized_floor``)."""
@@ -63,21 +62,24 @@ def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_lim
     return spent, spent + customized_floor(pg.block, pg.block_inputs, RANKING_HARDWARE)
 
 
-def opening_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int, reduction_dimx: int,
-                  memo: dict[str, tuple[list[Any], float]]) -> tuple[float, float]:
+def opening_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
+                  reduction_dimx: int, memo: dict[Any, tuple[list[Any], float]]) -> tuple[float, float]:
     """``lower_bound`` of a state whose last decision opens a customized op, fast: the kernel graph before it (its
     tensors and its cost) is replayed once per such prefix and kept in ``memo`` (the caller's, one per walk). In
     an attention task, thousands of second kernels open below each first one."""
-    key = json.dumps(decisions[:-1], separators=(",", ":"))
+    steps = decoded(decisions)
+    key = tuple(steps[:-1])
     got = memo.get(key)
     if got is None:
         if len(memo) > MEMO_PREFIXES:
             memo.clear()
-        g, handles, tb = replay(program, decisions[:-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+        g, handles, tb = replay(program, steps[:-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
         assert tb is None, "the decisions before an opening end at kernel level"
         got = memo[key] = (handles, ranking_seconds(kernel_so_far(g)))
     handles, spent = got
-    tb, inputs, _ = open_block(handles, decisions[-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    opening = steps[-1]
+    assert isinstance(opening, OpenBlock), "the last decision opens a customized op"
+    tb, inputs, _ = open_block(handles, opening, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
     return spent, spent + customized_floor(frozen_block(tb), tuple(x.id for x in inputs), RANKING_HARDWARE)
 
 
