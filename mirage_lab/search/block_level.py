@@ -13,7 +13,9 @@ import math
 from mirage_lab.ir.ops import Level
 from mirage_lab.search import candidates as cands
 from mirage_lab.search import checks
+from mirage_lab.search.bound import state_bound
 from mirage_lab.search.decision import BlockOp, Close
+from mirage_lab.search.goal import may_finish
 from mirage_lab.search.state import Block, Entry, Key, OpInfo, T, entry_index, saved
 from mirage_lab.search.walk import Walk
 
@@ -24,10 +26,10 @@ class BlockLevel(Walk):
     def _block_state(self, node: str) -> None:
         b = self.block
         assert b is not None
-        if b.n_ops == len(b.inputs) and not self._resume and checks.state_bound(self, node):
+        if b.n_ops == len(b.inputs) and not self._resume and state_bound(self, node):
             return  # a customized op just opened (a task's root, or a later kernel): the floor of it cuts it
         dangling = [i for i, t in enumerate(b.tensors) if t.uses == 0]
-        if checks.closing_rule(self, b, dangling) and checks.may_finish(self, node, b, dangling):
+        if checks.closing_rule(self, b, dangling) and may_finish(self, node, b, dangling):
             self._close(node, b, dangling)
         if checks.block_cap(self, b):
             return

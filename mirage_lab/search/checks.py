@@ -6,15 +6,15 @@ the setting, if any, that switches it. ``STAGES`` says where the walk applies ea
 check when its setting asks for it and ``SearchConfig.disabled_checks`` does not name it (``active_checks``);
 the checks that correctness needs (``required``) cannot be switched off. ``checks_frame()`` lists them.
 
-The functions take the walk (``walk.Walk``) and leave its state as they found it; the walk calls each at its
-place in ``STAGES``, so that the hot ones keep their memos and bisections (``block_level``).
+The functions take the walk (``walk.Walk``); most are here, those of the cost bound in ``bound.py`` and those
+of the goal in ``goal.py``. The walk calls each at its place in ``STAGES`` rather than looping over the list,
+so that the hot ones keep their memos and bisections (``block_level``).
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,14 +24,13 @@ from mirage_lab.absexpr.of_graph import op_expression
 from mirage_lab.absexpr.terms import Term
 from mirage_lab.arguments import did_you_mean
 from mirage_lab.errors import ShapeError
-from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import Level
 from mirage_lab.ir.tensor import Dims
 from mirage_lab.search import candidates as cands
-from mirage_lab.search.bound import RANKING_HARDWARE, beyond, lower_bound, opening_bound, ranking_seconds
-from mirage_lab.search.decision import BlockOp, Decision, KernelOp, OpenBlock
-from mirage_lab.search.goal import foreign_function
-from mirage_lab.search.state import Block, Entry, Key, OpInfo, T, variables
+from mirage_lab.search.bound import candidate_bound, state_bound
+from mirage_lab.search.decision import BlockOp, Decision, KernelOp
+from mirage_lab.search.goal import final_kernel, foreign_function_of
+from mirage_lab.search.state import Block, Entry, Key, OpInfo, T
 from mirage_lab.search.tiling import Parts, op_parts
 
 if TYPE_CHECKING:
@@ -41,12 +40,6 @@ if TYPE_CHECKING:
     from mirage_lab.search.walk import Walk
 
 _MISSING = object()
-
-
-# --------------------------------------------------------------------------- at the root
-def foreign_function_of(info: OpInfo, heads: frozenset[str], reduction_dimx: int) -> str | None:
-    """The function every application of ``info`` applies that no target applies (then it is never tried)."""
-    return foreign_function(info.op, info.attrs, info.arity, heads, reduction_dimx)
 
 
 # --------------------------------------------------------------------------- caps of the space
@@ -185,57 +178,6 @@ def cannot_close(w: Walk, b: Block) -> bool:
     return dangling - b.need > ops_left * w.max_merge
 
 
-def final_kernel(w: Walk, b: Block) -> None:
-    """(``goal``) The op the kernel cap makes last: what it must save, or why it never can (``b.unreachable``)."""
-    left = [i for i, t in enumerate(w.kt) if t.uses == 0 and not t.source and i not in b.inputs]
-    b.need = len(w.out_types) - len(left)
-    b.left = tuple(w.nf_key(w.kt[i].expr) for i in left)
-    if b.need < 1:
-        b.unreachable = (f"the last kernel op the cap allows leaves {len(left)} earlier tensor(s) unused; the "
-                         f"program has {len(w.out_types)} output(s)")
-        return
-    # what it saves is a function of what it loads: every input the missing outputs read must be loaded
-    missing = list(w.target_vars)
-    if "precheck" in w.on:
-        for key in b.left:
-            hit = next((m for m in missing if m[0] == key), None)
-            if hit is None:
-                b.unreachable = "a tensor it leaves unused is not one of the program's outputs"
-                return
-            missing.remove(hit)
-    if not any(_saves_an_output(w, omap, b.grid) for omap in cands.omap_candidates(
-            [d for d, _ in w.out_types], b.grid, w.cfg)):
-        b.unreachable = f"no omap of grid {b.grid} saves a tensor with the dims of a program output"
-        return
-    have = frozenset().union(*(variables(w.kt[i].expr) for i in b.inputs))
-    lacking = sorted(frozenset().union(*(v for _, v in missing)) - have)
-    if lacking:
-        b.unreachable = (f"the last kernel op the cap allows loads nothing that reads input(s) "
-                         f"{', '.join(f'v{i}' for i in lacking)}, which the program's outputs read")
-
-
-def _saves_an_output(w: Walk, omap: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:
-    """Some program output's dims split evenly along ``omap`` (the tile a block would save)."""
-    return any(all(g == 1 or d[a] % g == 0 for a, g in zip(omap, grid, strict=True) if a >= 0)
-               for d, _ in w.out_types)
-
-
-def may_finish(w: Walk, node: str, b: Block, dangling: list[int]) -> bool:
-    """(``goal``) In the last kernel op, a block graph saves exactly what the program still needs."""
-    if b.need is None:
-        return True
-    if len(dangling) != b.need:
-        return False
-    if "precheck" not in w.on:
-        return True
-    got = sorted([*b.left, *(w.nf_key(b.tensors[i].expr) for i in dangling)])
-    if got == w.targets:
-        return True
-    w.prune(node, "goal", reason="the last kernel op the cap allows would save expressions that are not the "
-            "program's outputs")
-    return False
-
-
 def semantic_duplicate(w: Walk, node: str, decision: Decision) -> bool:
     """``order="semantic"``: a block state holding the same tensors as an earlier one is a duplicate (True)."""
     if "semantic_duplicate" not in w.on or w.block is None:
@@ -263,42 +205,9 @@ def kernel_duplicate(w: Walk, node: str, decision: Decision) -> bool:
     return False
 
 
-def state_bound(w: Walk, node: str) -> bool:
-    """``cost_bound``: cut a state (not a candidate itself) when the kernels it has built, plus one launch or the
-    floor of the kernel it is building, cost more than the cheapest μGraph verified so far (``bound.py``)."""
-    if "state_bound" not in w.on or not math.isfinite(w.incumbent):
-        return False
-    limits = {"smem_limit": w.cfg.smem_budget, "reduction_dimx": w.cfg.reduction_dimx}
-    spent, bound = (opening_bound(w.program, w.path, memo=w.kernels_built, **limits)
-                    if w.path and isinstance(w.path[-1], OpenBlock) else lower_bound(w.program, w.path, **limits))
-    if not beyond(bound, w.incumbent):
-        return False
-    us = (spent * 1e6, bound * 1e6, w.incumbent * 1e6)
-    w.prune(node, "bound", spent_us=round(us[0], 4), bound_us=round(us[1], 4), best_us=round(us[2], 4),
-            reason=f"the kernels so far cost {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}); with one more launch, or "
-                   f"the floor of the kernel being built, any μGraph below costs ≥ {us[1]:.2f} µs, more than the "
-                   f"cheapest verified one's {us[2]:.2f} µs")
-    return True
-
-
 def precheck(w: Walk, dangling: list[int]) -> bool:
     """``expression_precheck``: a complete graph is verified only when its outputs' expressions are the targets'."""
     return "precheck" not in w.on or sorted(w.nf_key(w.kt[i].expr) for i in dangling) == w.targets
-
-
-def candidate_bound(w: Walk, node: str, graph: KernelGraph) -> bool:
-    """``cost_bound``: a complete graph that costs more than the cheapest μGraph verified so far is not verified:
-    it could only join the ranking's tail. Its cost is exact, so ties are still verified."""
-    if "candidate_bound" not in w.on or not math.isfinite(w.incumbent):
-        return False
-    cost = ranking_seconds(graph)
-    if not beyond(cost, w.incumbent):
-        return False
-    us = (cost * 1e6, w.incumbent * 1e6)
-    w.prune(node, "bound", cost_us=round(us[0], 4), best_us=round(us[1], 4),
-            reason=f"this complete μGraph costs {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}), more than the "
-                   f"cheapest verified one's {us[1]:.2f} µs: it is not verified")
-    return True
 
 
 # --------------------------------------------------------------------------- the list

@@ -26,7 +26,7 @@ from mirage_lab.errors import FormatError, MirageError
 from mirage_lab.ir.ops import Level, Op
 from mirage_lab.search import checks
 from mirage_lab.search.block_level import BlockLevel
-from mirage_lab.search.bound import ranking_seconds
+from mirage_lab.search.bound import candidate_bound, ranking_seconds
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.decision import BlockOp, Close, Decision, KernelOp, OpenBlock, decoded, encoded
 from mirage_lab.search.event_schema import PRUNE_REASONS, SearchEvent, candidate_event
@@ -112,7 +112,7 @@ class Enumerator(KernelLevel, BlockLevel):
         t = time.perf_counter()
         graph = build_candidate(self.program, self.path, dangling, smem_limit=self.cfg.smem_budget,
                                 reduction_dimx=self.cfg.reduction_dimx)
-        if checks.candidate_bound(self, node, graph):
+        if candidate_bound(self, node, graph):
             return True  # (every state below it costs more still)
         if self.verifier is None:
             raise MirageError("this enumerator has no verifier; give one to walk a search (only oracle_prunes "

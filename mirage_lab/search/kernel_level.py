@@ -13,8 +13,10 @@ from mirage_lab.ir.smem import counted_bytes
 from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
 from mirage_lab.search import checks
+from mirage_lab.search.bound import state_bound
 from mirage_lab.search.decision import KernelOp, OpenBlock
 from mirage_lab.search.event_schema import task_event
+from mirage_lab.search.goal import final_kernel
 from mirage_lab.search.state import CUSTOMIZED_CODE, Block, Key, OpInfo, T
 from mirage_lab.search.tiling import loader_parts
 from mirage_lab.search.walk import Walk
@@ -28,7 +30,7 @@ class KernelLevel(Walk):
         on_path = bool(self._resume)  # (continuation: the stopped walk tested and entered this state already)
         if not on_path and self._try_candidate(node):
             return
-        if checks.kernel_cap(self) or (not on_path and checks.state_bound(self, node)):
+        if checks.kernel_cap(self) or (not on_path and state_bound(self, node)):
             return
         counts = {"oracle": 0, "order": 0, "shape": 0, "twin": 0}
         for info, idx, ins, dims, exprs in self._kernel_children(node, counts):
@@ -112,5 +114,5 @@ class KernelLevel(Walk):
         self.block = Block(decision.inputs, grid, frange, tensors, smem, key, n_ops=len(tensors),
                            serial=self.blocks_opened)
         if "goal" in self.on and self.k_ops + 1 >= self.cfg.max_kernel_ops:
-            checks.final_kernel(self, self.block)
+            final_kernel(self, self.block)
         return True

@@ -23,7 +23,7 @@ from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.decision import Decision, OpenBlock
 from mirage_lab.search.event_schema import prune_event
 from mirage_lab.search.events import EventLog
-from mirage_lab.search.goal import function_heads
+from mirage_lab.search.goal import foreign_function_of, function_heads
 from mirage_lab.search.state import Block, Candidate, Key, OpInfo, Outcome, StopSearch, T, input_terms, variables
 from mirage_lab.verify.verifier import Verifier
 
@@ -89,7 +89,7 @@ class Walk:
     def _useful(self, ops: list[OpInfo], level: str, heads: frozenset[str]) -> list[OpInfo]:
         keep = []
         for info in ops:
-            head = checks.foreign_function_of(info, heads, self.cfg.reduction_dimx)
+            head = foreign_function_of(info, heads, self.cfg.reduction_dimx)
             if head is None:
                 keep.append(info)
             else:
