@@ -50,6 +50,7 @@ from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, preset
+from mirage_lab.search.decision import KernelOp, decoded
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.event_schema import schema_line
 from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
@@ -418,7 +419,7 @@ def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int
     merged in task order, so the outcome is the same; only the time to the first verified μGraph changes.
     State and result budgets count tasks in order, so under those the tasks go out in order too.
     """
-    return sorted(todo, key=lambda i: (sum(d[0] == "k" for d in tasks[i][1]), i))
+    return sorted(todo, key=lambda i: (sum(isinstance(d, KernelOp) for d in decoded(tasks[i][1])), i))
 
 
 def _warn(message: str) -> None:
