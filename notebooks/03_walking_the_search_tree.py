@@ -210,8 +210,8 @@ with pd.option_context("display.max_colwidth", 90):
 # complete graph is verified.
 
 # %%
-assert st.decisions(best_event)[0][0] == "c"  # the first decision opens the custom kernel
-assert st.decisions(best_event)[-1][0] == "s"  # the last closes it
+assert st.decisions(best_event)[0].kind == "c"  # the first decision opens the custom kernel
+assert st.decisions(best_event)[-1].kind == "s"  # the last closes it
 assert all(s["oracle (first line)"].startswith("✓") for s in steps if s["newest expression"])  # all passed
 assert st.explain(best_event)["verification"]["reason"] == "every trial matched"
 

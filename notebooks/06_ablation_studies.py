@@ -239,6 +239,15 @@ display(pd.DataFrame(diff, index=names).T)
 # (no diagonal tiles, no mismatched contractions). So the reference twins explore somewhat more states
 # for the same verified set. In this version `mlp` and `default` hold the same settings (no row of the
 # table tells them apart), so they explore exactly the same states.
+#
+# Every check the search applies is a named part (`ml.search.checks_frame()`): where the walk applies it,
+# what it records when it prunes, and the setting that switches it. Those that only save work can also be
+# switched off by name, `preset("mlp", disabled_checks=("cannot_close",))`; those correct results need
+# (caps, shape, phase, shared memory) refuse.
+
+# %%
+with pd.option_context("display.max_colwidth", 80):
+    display(ml.search.checks_frame())
 
 # %%
 preset_runs = {n: (base if n == "mlp" else search(n)) for n in names}

@@ -20,7 +20,7 @@ import numpy as np
 from mirage_lab.errors import FormatError, InputError
 from mirage_lab.jsonl import CHUNK, GZ, MemberFile, members
 from mirage_lab.progress import progress as progress_report
-from mirage_lab.search import OUTCOMES, PRUNE_REASONS
+from mirage_lab.search import OUTCOMES, PRUNE_REASONS, is_schema, schema_version
 
 #: every verdict an event can carry, in the order views list them
 LABELS: tuple[str, ...] = ("expand", *(f"pruned:{r}" for r in PRUNE_REASONS), *(f"candidate:{o}" for o in OUTCOMES))
@@ -80,7 +80,7 @@ class EventIndex:
             for comp, data in self._chunks():
                 for line in data.splitlines(keepends=True):
                     lineno += 1
-                    if line.strip():
+                    if line.strip() and not (lineno == 1 and self._schema(line)):
                         self._add(line, lineno, pos, offsets, labels, parents, weights)
                     pos += len(line)
                 bar.update(comp - bar.n)
@@ -100,6 +100,17 @@ class EventIndex:
             plain_starts.append(plain)
             yield comp, data
         self._members = MemberFile(self.path, comp_starts, plain_starts)
+
+    def _schema(self, line: bytes) -> bool:
+        """Whether the log's first line is its schema line (checked: ``schema_version``); older logs have none."""
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return False  # (``_add`` says what is wrong with it)
+        if not (isinstance(ev, dict) and is_schema(ev)):
+            return False
+        schema_version(ev, self.path)
+        return True
 
     def _add(self, line: bytes, lineno: int, pos: int, offsets: list[int], labels: list[int], parents: list[int],
              weights: list[int]) -> None:

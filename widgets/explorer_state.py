@@ -18,7 +18,19 @@ import pandas as pd
 
 from mirage_lab.absexpr import BY_NAME, Oracle, block_expressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.search import EVENTS, Enumerator, PartialGraph, RunFolder, events_file, partial_graph
+from mirage_lab.search import (
+    EVENTS,
+    BlockOp,
+    Close,
+    Decision,
+    Enumerator,
+    KernelOp,
+    OpenBlock,
+    PartialGraph,
+    RunFolder,
+    events_file,
+    partial_graph,
+)
 from mirage_lab.widgets.event_index import GROUPS, LABELS, EventIndex
 
 #: colour per verdict, shared by the tree, the counters and the export
@@ -32,22 +44,20 @@ def colour(label: str) -> str:
     return VERDICT_COLOURS.get(label, DEFAULT_COLOUR)
 
 
-def decision_text(d: list[Any] | None) -> str:
-    """A search decision in words (events.py documents the four shapes)."""
+def decision_text(d: Decision | list[Any] | None) -> str:
+    """A search decision (or its JSON form) in words."""
     if not d:
         return "the unfused program's inputs (root)"
-    kind = d[0]
-    if kind == "k":
-        return f"kernel op {d[1]}({', '.join(f'd{i}' for i in d[2])}){_attrs(d[3])}"
-    if kind == "c":
-        _, ins, grid, imaps, fmaps, frange = d
-        return (f"open a custom kernel on {', '.join(f'd{i}' for i in ins)}: grid {tuple(grid)}, for-loop ×{frange}, "
-                f"imaps {[tuple(m) for m in imaps]}, fmaps {list(fmaps)}")
-    if kind == "b":
-        return f"block op {d[1]}({', '.join(f's{i}' for i in d[2])}){_attrs(d[3])}"
-    if kind == "s":
-        return f"close the block graph: save with omap {tuple(d[1])}"
-    return str(d)
+    d = Decision.from_json(d)
+    if isinstance(d, KernelOp):
+        return f"kernel op {d.op}({', '.join(f'd{i}' for i in d.inputs)}){_attrs(d.attributes)}"
+    if isinstance(d, OpenBlock):
+        return (f"open a custom kernel on {', '.join(f'd{i}' for i in d.inputs)}: grid {d.grid}, for-loop "
+                f"×{d.frange}, imaps {list(d.imaps)}, fmaps {list(d.fmaps)}")
+    if isinstance(d, BlockOp):
+        return f"block op {d.op}({', '.join(f's{i}' for i in d.inputs)}){_attrs(d.attributes)}"
+    assert isinstance(d, Close)
+    return f"close the block graph: save with omap {d.omap}"
 
 
 def _pruned_what(ev: dict[str, Any]) -> str:
@@ -171,13 +181,13 @@ class ExplorerState:
         """The search state an event belongs to: itself for an expansion, else its parent."""
         return i if self.index.label(i) == "expand" else int(self.index.parents[i])
 
-    def decisions(self, i: int) -> list[list[Any]]:
+    def decisions(self, i: int) -> list[Decision]:
         """The decisions from the root to the state of event ``i``."""
         node = self.node_of(i)
         if node < 0:
             return []
         path = [*self.index.ancestors(node), node]
-        return [d for d in (self.index.event(j).get("d") for j in path) if d is not None]
+        return [Decision.from_json(d) for d in (self.index.event(j).get("d") for j in path) if d is not None]
 
     def partial(self, i: int) -> PartialGraph:
         """The graph of event ``i``'s search state (a step asks twice: for the expression and the drawing)."""
@@ -237,7 +247,7 @@ class ExplorerState:
                               "oracle": (self.verdicts.get(e["expr"]) or {}).get("reason", "")} for e in events],
                             columns=["decision", "expression", "oracle"])
 
-    def _recounted(self, node: int) -> list[dict[str, Any]]:
+    def _recounted(self, node: int) -> list[Any]:
         return self._walker.oracle_prunes(self.decisions(node), self.index.event(node)["id"])
 
     @functools.cached_property

@@ -4,15 +4,20 @@
     res.best.graph, res.report, res.to_frame()
 """
 
+from mirage_lab.search.checks import CHECKS, checks_frame
 from mirage_lab.search.config import PRESETS, SearchConfig, preset
+from mirage_lab.search.decision import BlockOp, Close, Decision, KernelOp, OpenBlock
 from mirage_lab.search.enumerate import Enumerator
+from mirage_lab.search.event_schema import SCHEMA_VERSION, is_schema, schema_version
 from mirage_lab.search.events import OUTCOMES, PRUNE_REASONS, SearchReport
 from mirage_lab.search.load import load_run
 from mirage_lab.search.replay import PartialGraph, partial_graph
+from mirage_lab.search.result import SearchResult
 from mirage_lab.search.run_folder import EVENTS, RunFolder, events_file
-from mirage_lab.search.runner import SearchResult, superoptimize
+from mirage_lab.search.runner import superoptimize
 from mirage_lab.search.saved import ranked_candidates
 
-__all__ = ["EVENTS", "OUTCOMES", "PRESETS", "PRUNE_REASONS", "Enumerator", "PartialGraph", "RunFolder", "SearchConfig",
-           "SearchReport", "SearchResult", "events_file", "load_run", "partial_graph", "preset", "ranked_candidates",
-           "superoptimize"]
+__all__ = ["CHECKS", "EVENTS", "OUTCOMES", "PRESETS", "PRUNE_REASONS", "SCHEMA_VERSION", "BlockOp", "Close", "Decision",
+           "Enumerator", "KernelOp", "OpenBlock", "PartialGraph", "RunFolder", "SearchConfig", "SearchReport",
+           "SearchResult", "checks_frame", "events_file", "is_schema", "load_run", "partial_graph", "preset",
+           "ranked_candidates", "schema_version", "superoptimize"]

@@ -27,16 +27,18 @@ itself (docs/decisions.md).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.optimize.cost import customized_floor, proxy_cost
 from mirage_lab.optimize.hardware import get_hardware
-from mirage_lab.search.events import Decision
+from mirage_lab.search.decision import Decision, OpenBlock, decoded
 from mirage_lab.search.replay import frozen_block, kernel_so_far, open_block, partial_graph, replay
+
+if TYPE_CHECKING:
+    from mirage_lab.search.walk import Walk
 
 #: the hardware the search ranks its μGraphs for (``runner._rank``), and therefore bounds for
 RANKING_HARDWARE = "H100"
@@ -52,7 +54,7 @@ def ranking_seconds(graph: KernelGraph) -> float:
     return float(proxy_cost(graph, RANKING_HARDWARE).seconds)
 
 
-def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+def lower_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
                 reduction_dimx: int) -> tuple[float, float]:
     """(cost of the kernels ``decisions`` have built, the bound), in seconds. The bound adds one launch at kernel
     level, and inside an open block graph the floor of the kernel being built (``customized_floor``)."""
@@ -63,24 +65,61 @@ def lower_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_lim
     return spent, spent + customized_floor(pg.block, pg.block_inputs, RANKING_HARDWARE)
 
 
-def opening_bound(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int, reduction_dimx: int,
-                  memo: dict[str, tuple[list[Any], float]]) -> tuple[float, float]:
+def opening_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
+                  reduction_dimx: int, memo: dict[Any, tuple[list[Any], float]]) -> tuple[float, float]:
     """``lower_bound`` of a state whose last decision opens a customized op, fast: the kernel graph before it (its
     tensors and its cost) is replayed once per such prefix and kept in ``memo`` (the caller's, one per walk). In
     an attention task, thousands of second kernels open below each first one."""
-    key = json.dumps(decisions[:-1], separators=(",", ":"))
+    steps = decoded(decisions)
+    key = tuple(steps[:-1])
     got = memo.get(key)
     if got is None:
         if len(memo) > MEMO_PREFIXES:
             memo.clear()
-        g, handles, tb = replay(program, decisions[:-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+        g, handles, tb = replay(program, steps[:-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
         assert tb is None, "the decisions before an opening end at kernel level"
         got = memo[key] = (handles, ranking_seconds(kernel_so_far(g)))
     handles, spent = got
-    tb, inputs, _ = open_block(handles, decisions[-1], smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    opening = steps[-1]
+    assert isinstance(opening, OpenBlock), "the last decision opens a customized op"
+    tb, inputs, _ = open_block(handles, opening, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
     return spent, spent + customized_floor(frozen_block(tb), tuple(x.id for x in inputs), RANKING_HARDWARE)
 
 
 def beyond(bound: float, incumbent: float) -> bool:
     """Whether a state with ``bound`` can be cut: every μGraph below it costs more than ``incumbent``."""
     return math.isfinite(incumbent) and bound > incumbent * (1 + SLACK)
+
+
+# --------------------------------------------------------------------------- the checks (``checks.py``)
+def state_bound(w: Walk, node: str) -> bool:
+    """``cost_bound``: cut a state (not a candidate itself) when the kernels it has built, plus one launch or the
+    floor of the kernel it is building, cost more than the cheapest μGraph verified so far (``bound.py``)."""
+    if "state_bound" not in w.on or not math.isfinite(w.incumbent):
+        return False
+    limits = {"smem_limit": w.cfg.smem_budget, "reduction_dimx": w.cfg.reduction_dimx}
+    spent, bound = (opening_bound(w.program, w.path, memo=w.kernels_built, **limits)
+                    if w.path and isinstance(w.path[-1], OpenBlock) else lower_bound(w.program, w.path, **limits))
+    if not beyond(bound, w.incumbent):
+        return False
+    us = (spent * 1e6, bound * 1e6, w.incumbent * 1e6)
+    w.prune(node, "bound", spent_us=round(us[0], 4), bound_us=round(us[1], 4), best_us=round(us[2], 4),
+            reason=f"the kernels so far cost {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}); with one more launch, or "
+                   f"the floor of the kernel being built, any μGraph below costs ≥ {us[1]:.2f} µs, more than the "
+                   f"cheapest verified one's {us[2]:.2f} µs")
+    return True
+
+
+def candidate_bound(w: Walk, node: str, graph: KernelGraph) -> bool:
+    """``cost_bound``: a complete graph that costs more than the cheapest μGraph verified so far is not verified:
+    it could only join the ranking's tail. Its cost is exact, so ties are still verified."""
+    if "candidate_bound" not in w.on or not math.isfinite(w.incumbent):
+        return False
+    cost = ranking_seconds(graph)
+    if not beyond(cost, w.incumbent):
+        return False
+    us = (cost * 1e6, w.incumbent * 1e6)
+    w.prune(node, "bound", cost_us=round(us[0], 4), best_us=round(us[1], 4),
+            reason=f"this complete μGraph costs {us[0]:.2f} µs (proxy, {RANKING_HARDWARE}), more than the "
+                   f"cheapest verified one's {us[1]:.2f} µs: it is not verified")
+    return True

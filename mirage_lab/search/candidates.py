@@ -49,11 +49,13 @@ import itertools
 import random
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mirage_lab.ir.graph import PHI
 from mirage_lab.ir.tensor import Dims
-from mirage_lab.search.config import SearchConfig
+
+if TYPE_CHECKING:
+    from mirage_lab.search.config import SearchConfig
 
 Triple = tuple[int, int, int]
 T = TypeVar("T")

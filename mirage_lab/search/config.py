@@ -26,6 +26,7 @@ from mirage_lab.arguments import checked, checked_methods, did_you_mean
 from mirage_lab.errors import ArgumentError, InputError, MirageError
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.tensor import MAX_RANK
+from mirage_lab.search.checks import refused_checks
 from mirage_lab.search.settings import Bool, Choice, Int, Many, Optional, Real, Rule, Text, check
 
 Triple = tuple[int, int, int]
@@ -91,6 +92,8 @@ class SearchConfig:
     # holds every μGraph of the other's with the operands swapped (the same function and cost; docs/decisions.md)
     skip_commuted_twins: bool = True
     smem_budget: int = 96 * 1024
+    # ablation: checks switched off by name (``search/checks.py``; those correctness needs are refused)
+    disabled_checks: tuple[str, ...] = ()
     # ---- pruning and verification
     pruning: bool = True
     oracle_engine: str = "normal"
@@ -117,7 +120,10 @@ class SearchConfig:
 
     # ---- JSON
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        """Every field; those added after run folders were first written (``LATER``) only when set, so that a
+        config without them keeps its hash and its run folder."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+                if f.name not in LATER or getattr(self, f.name) != f.default}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -158,6 +164,10 @@ class SearchConfig:
         return f"SearchConfig(preset={self.preset!r}{extra})"
 
 
+#: fields added after run folders were first written, left out of ``to_dict`` (and the hash) while at their default
+LATER = ("disabled_checks",)
+
+
 def _plain(v: Any) -> Any:
     if isinstance(v, tuple):
         return [_plain(x) for x in v]
@@ -191,7 +201,7 @@ def _rules() -> dict[str, Rule]:
         "expression_precheck")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "max_customized": count, "seed": count, "notes": Text(),
-        "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True),
+        "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True), "disabled_checks": Many(Text()),
         "clamp_bounds": Many(Real(), 2), "forloop_ranges": Many(pos, nonempty=True), "grids": Many(triple),
         "grid_divisors": Many(pos), "attention_grids_yz": Many(Many(pos, 2)),
         "imaps": Optional(Many(Many(Many(axis, 3), nonempty=True))), "omaps": Many(Many(axis, 3)),
@@ -210,6 +220,9 @@ def _validate(c: SearchConfig) -> None:
     low, high = c.clamp_bounds
     if low > high:
         raise InputError(f"SearchConfig.clamp_bounds must be (low, high) with low ≤ high, got {c.clamp_bounds}")
+    refused = refused_checks(c.disabled_checks)
+    if refused:
+        raise InputError(f"SearchConfig.disabled_checks {refused}")
 
 
 def _presets() -> dict[str, SearchConfig]:

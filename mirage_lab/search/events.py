@@ -13,12 +13,8 @@ the state's whole subtree is cut) or ``twin`` (``skip_commuted_twins``: a commut
 dicts with short keys so that ``events.jsonl`` stays small; a state's many rejections of one reason are one
 event with ``n``.
 
-Decisions (JSON lists):
-
-* ``["k", op, [inputs], {attrs}]`` — a kernel op on kernel tensors;
-* ``["c", [inputs], grid, [imaps], [fmaps], F]`` — open a customized op: its loaders;
-* ``["b", op, [inputs], {attrs}]`` — a block op on block tensors;
-* ``["s", omap]`` — close the block graph: save every dangling block tensor, in order.
+Decisions are ``search/decision.py``'s; the events' kinds, their fields and the schema version of a run's
+log are ``search/event_schema.py``'s.
 """
 
 from __future__ import annotations
@@ -32,21 +28,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mirage_lab.jsonl import compress, read_lines
+from mirage_lab.search.decision import Decision
+from mirage_lab.search.event_schema import (
+    OUTCOMES,
+    PRUNE_REASONS,
+    SearchEvent,
+    event_line,
+    expand_event,
+    is_schema,
+    prune_event,
+    schema_version,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["OUTCOMES", "PRUNE_REASONS", "Event", "EventLog", "SearchReport", "event_line", "merge_verdicts", "path_to",
+           "read_events"]
+
+#: an event as read from a log (the search writes the kinds of ``event_schema``)
 Event = dict[str, Any]
-Decision = list[Any]
-
-#: an event as one compact JSON line (one encoder for all: json.dumps would build one per event)
-event_line = json.JSONEncoder(separators=(",", ":")).encode
-
-PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound", "twin")
-OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
 
 
-def path_to(events: Sequence[Event], node: str) -> list[Decision]:
+def path_to(events: Sequence[Any], node: str) -> list[Decision]:
     """The decisions from the root to ``node`` (an ``expand`` event's id)."""
     by_id = {e["id"]: e for e in events if e["e"] == "expand"}
     out: list[Decision] = []
@@ -56,7 +60,7 @@ def path_to(events: Sequence[Event], node: str) -> list[Decision]:
         if ev is None:
             raise KeyError(f"no expand event with id {cur!r}")
         if ev.get("d") is not None:
-            out.append(ev["d"])
+            out.append(Decision.from_json(ev["d"]))
         cur = ev.get("parent")
     return out[::-1]
 
@@ -72,9 +76,16 @@ def merge_verdicts(into: dict[str, dict[str, Any]], more: dict[str, dict[str, An
 
 
 def read_events(path: Any) -> Iterator[Event]:
-    """The events of a run's (or a task's) log, plain JSONL or gzip-compressed."""
+    """The events of a run's (or a task's) log, plain JSONL or gzip-compressed; its schema line is checked
+    (``event_schema``), not yielded."""
+    first = True
     for line in read_lines(Path(path)):
-        yield json.loads(line)
+        ev = json.loads(line)
+        if first and is_schema(ev):
+            schema_version(ev, path)
+        else:
+            yield ev
+        first = False
 
 
 class EventLog:
@@ -99,22 +110,21 @@ class EventLog:
                  list_oracle: bool = False) -> None:
         self.flush_every, self.keep, self.packed, self.list_oracle = flush_every, keep, packed, list_oracle
         self.members: list[bytes] = []  # (packed) the compressed events so far
-        self.events: list[Event] = []  # (keep) the events
+        self.events: list[SearchEvent] = []  # (keep) the events
         self.lines: list[str] = []  # (packed, not kept) the events not yet compressed, as encoded lines
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "candidates": Counter()}
         self.states = 0
         self.recording = keep or packed
 
-    def append(self, ev: Event) -> None:
-        kind = ev["e"]
-        if kind == "expand":
+    def append(self, ev: SearchEvent) -> None:
+        if ev["e"] == "expand":
             self.states += 1
-        elif kind == "prune":
+        elif ev["e"] == "prune":
             self.counts["pruned"][ev["why"]] += ev.get("n", 1)
             if ev["why"] == "oracle":
                 self.verdict(ev["expr"], ev.pop("reason", None), ev.pop("rules", None))
-        elif kind == "candidate":
+        elif ev["e"] == "candidate":
             self.counts["candidates"][ev["outcome"]] += 1
         if self.keep:
             self.events.append(ev)
@@ -127,11 +137,12 @@ class EventLog:
         self.states += 1
         if not self.recording:
             return
+        d = None if decision is None else decision.to_json()
         if self.keep:
-            self.events.append({"e": "expand", "id": node, "parent": parent, "d": decision, "level": level})
+            self.events.append(expand_event(node, parent, d, level))
         else:
             self.lines.append(f'{{"e":"expand","id":{event_line(node)},"parent":{event_line(parent)},'
-                              f'"d":{event_line(decision)},"level":{event_line(level)}}}\n')
+                              f'"d":{event_line(d)},"level":{event_line(level)}}}\n')
         self._maybe_flush()
 
     def counted(self, parent: str, counts: dict[str, int]) -> None:
@@ -143,7 +154,7 @@ class EventLog:
                 continue
             pruned[why] += n
             if self.keep:
-                self.events.append({"e": "prune", "parent": parent, "why": why, "n": n})
+                self.events.append(prune_event(parent, why, n=n))
             elif self.recording:
                 self.lines.append(f'{{"e":"prune","parent":{event_line(parent)},"why":{event_line(why)},'
                                   f'"n":{n}}}\n')
@@ -159,7 +170,7 @@ class EventLog:
             counts["oracle"] += 1
             return
         self.counts["pruned"]["oracle"] += 1
-        ev = {"e": "prune", "parent": parent, "why": "oracle", "d": decision_of(what), "expr": expr}
+        ev = prune_event(parent, "oracle", decision_of(what).to_json(), expr=expr)
         if self.keep:
             self.events.append(ev)
         elif self.packed:

@@ -5,17 +5,25 @@ when the program has no SiLU, ``rms`` for attention) is rejected by the oracle w
 tried: no axiom creates or removes a function symbol, and ``e ⊑ E`` needs every function
 atom of ``e`` inside ``E``. The enumerator drops such ops up front instead of asking the
 oracle about each of their applications (in attention searches, about a third of all tuples).
+
+When the kernel cap makes a customized op the last kernel op, what it must save follows from the targets too
+(the ``goal`` check: ``final_kernel`` when it opens, ``may_finish`` when its block graph closes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.absexpr.of_graph import op_expression
 from mirage_lab.absexpr.terms import REDUCE, UNARY, Term, var
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.ops import Op
+from mirage_lab.search import candidates as cands
+from mirage_lab.search.state import Block, OpInfo, variables
+
+if TYPE_CHECKING:
+    from mirage_lab.search.walk import Walk
 
 #: heads the normal form keeps as opaque atoms (the algebra add/mul/div/sum dissolves)
 FUNCTION_HEADS = UNARY | REDUCE - {"sum"} | {"pow"}
@@ -40,3 +48,59 @@ def foreign_function(op: Op, attrs: dict[str, Any], arity: int, target_heads: fr
         return None
     foreign = sorted(function_heads(exprs) - target_heads)  # one rejected output rejects the op
     return foreign[0] if foreign else None
+
+
+def foreign_function_of(info: OpInfo, heads: frozenset[str], reduction_dimx: int) -> str | None:
+    """The function every application of ``info`` applies that no target applies (then it is never tried)."""
+    return foreign_function(info.op, info.attrs, info.arity, heads, reduction_dimx)
+
+
+def final_kernel(w: Walk, b: Block) -> None:
+    """(``goal``) The op the kernel cap makes last: what it must save, or why it never can (``b.unreachable``)."""
+    left = [i for i, t in enumerate(w.kt) if t.uses == 0 and not t.source and i not in b.inputs]
+    b.need = len(w.out_types) - len(left)
+    b.left = tuple(w.nf_key(w.kt[i].expr) for i in left)
+    if b.need < 1:
+        b.unreachable = (f"the last kernel op the cap allows leaves {len(left)} earlier tensor(s) unused; the "
+                         f"program has {len(w.out_types)} output(s)")
+        return
+    # what it saves is a function of what it loads: every input the missing outputs read must be loaded
+    missing = list(w.target_vars)
+    if "precheck" in w.on:
+        for key in b.left:
+            hit = next((m for m in missing if m[0] == key), None)
+            if hit is None:
+                b.unreachable = "a tensor it leaves unused is not one of the program's outputs"
+                return
+            missing.remove(hit)
+    if not any(_saves_an_output(w, omap, b.grid) for omap in cands.omap_candidates(
+            [d for d, _ in w.out_types], b.grid, w.cfg)):
+        b.unreachable = f"no omap of grid {b.grid} saves a tensor with the dims of a program output"
+        return
+    have = frozenset().union(*(variables(w.kt[i].expr) for i in b.inputs))
+    lacking = sorted(frozenset().union(*(v for _, v in missing)) - have)
+    if lacking:
+        b.unreachable = (f"the last kernel op the cap allows loads nothing that reads input(s) "
+                         f"{', '.join(f'v{i}' for i in lacking)}, which the program's outputs read")
+
+
+def _saves_an_output(w: Walk, omap: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:
+    """Some program output's dims split evenly along ``omap`` (the tile a block would save)."""
+    return any(all(g == 1 or d[a] % g == 0 for a, g in zip(omap, grid, strict=True) if a >= 0)
+               for d, _ in w.out_types)
+
+
+def may_finish(w: Walk, node: str, b: Block, dangling: list[int]) -> bool:
+    """(``goal``) In the last kernel op, a block graph saves exactly what the program still needs."""
+    if b.need is None:
+        return True
+    if len(dangling) != b.need:
+        return False
+    if "precheck" not in w.on:
+        return True
+    got = sorted([*b.left, *(w.nf_key(b.tensors[i].expr) for i in dangling)])
+    if got == w.targets:
+        return True
+    w.prune(node, "goal", reason="the last kernel op the cap allows would save expressions that are not the "
+            "program's outputs")
+    return False

@@ -20,8 +20,8 @@ from mirage_lab.arguments import checked
 from mirage_lab.errors import InputError, PathError, RunFolderError
 from mirage_lab.search.events import SearchReport
 from mirage_lab.search.lock import RunLock, describe
+from mirage_lab.search.result import SearchResult
 from mirage_lab.search.run_folder import CHANGED, RunFolder, events_file
-from mirage_lab.search.runner import SearchResult
 from mirage_lab.search.saved import ranked_candidates
 
 

@@ -15,12 +15,12 @@ from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.io import _replay_for
 from mirage_lab.ir.ops import Op
-from mirage_lab.search.events import Decision
+from mirage_lab.search.decision import BlockOp, Close, Decision, KernelOp, OpenBlock, decoded
 
 
-def replay(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+def replay(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
            reduction_dimx: int = 64) -> tuple[KernelGraphBuilder, list[Any], BlockGraphBuilder | None]:
-    """Apply ``decisions`` to a kernel graph holding copies of the program's inputs.
+    """Apply ``decisions`` (or their JSON form) to a kernel graph holding copies of the program's inputs.
 
     Returns the builder, its tensor handles in creation order, and the open block graph if the
     last decisions left one open.
@@ -30,35 +30,34 @@ def replay(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: i
     tb: BlockGraphBuilder | None = None
     block: list[Any] = []
     custom_inputs: list[Any] = []
-    for d in decisions:
-        kind = d[0]
-        if kind == "k":
-            handles += _replay_for(Op(d[1]), kernel=True)(g, [handles[i] for i in d[2]], d[3])
-        elif kind == "c":
+    for d in decoded(decisions):
+        if isinstance(d, KernelOp):
+            handles += _replay_for(Op(d.op), kernel=True)(g, [handles[i] for i in d.inputs], d.attributes)
+        elif isinstance(d, OpenBlock):
             tb, custom_inputs, block = open_block(handles, d, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
-        elif kind == "b" and tb is not None:
-            block += _replay_for(Op(d[1]), kernel=False)(tb, [block[i] for i in d[2]], d[3])
-        elif kind == "s" and tb is not None:
+        elif isinstance(d, BlockOp) and tb is not None:
+            block += _replay_for(Op(d.op), kernel=False)(tb, [block[i] for i in d.inputs], d.attributes)
+        elif isinstance(d, Close) and tb is not None:
             used = {i for n in tb._nodes for i in n.inputs}
             for i, h in enumerate(block):
                 if i not in used:
-                    tb.new_output(h, d[1])
+                    tb.new_output(h, list(d.omap))
             handles += g.customized(custom_inputs, tb)
             tb, block = None, []
         else:
-            raise FormatError(f"cannot replay decision {d!r} here")
+            raise FormatError(f"cannot replay decision {d.to_json()!r} here")
     return g, handles, tb
 
 
-def open_block(handles: Sequence[Any], decision: Decision, *, smem_limit: int,
+def open_block(handles: Sequence[Any], decision: OpenBlock, *, smem_limit: int,
                reduction_dimx: int) -> tuple[BlockGraphBuilder, list[Any], list[Any]]:
-    """A ``["c", …]`` decision on kernel tensors ``handles``: the block graph builder, the kernel tensors it
+    """An ``OpenBlock`` decision on kernel tensors ``handles``: the block graph builder, the kernel tensors it
     reads, and its loaders' block tensors."""
-    _, ins, grid, imaps, fmaps, frange = decision
-    tb = BlockGraphBuilder(grid, forloop_range=frange, reduction_dimx=reduction_dimx, smem_limit=smem_limit)
-    custom_inputs = [handles[i] for i in ins]
-    return tb, custom_inputs, [tb.new_input(x, imap, fm) for x, imap, fm in zip(custom_inputs, imaps, fmaps,
-                                                                                  strict=True)]
+    d = decision
+    tb = BlockGraphBuilder(list(d.grid), forloop_range=d.frange, reduction_dimx=reduction_dimx, smem_limit=smem_limit)
+    custom_inputs = [handles[i] for i in d.inputs]
+    return tb, custom_inputs, [tb.new_input(x, list(imap), fm) for x, imap, fm in zip(custom_inputs, d.imaps, d.fmaps,
+                                                                                        strict=True)]
 
 
 def kernel_so_far(g: KernelGraphBuilder) -> KernelGraph:
@@ -72,7 +71,7 @@ def frozen_block(tb: BlockGraphBuilder) -> BlockGraph:
     return BlockGraph(tb.grid, tb.forloop_range, tuple(tb._tensors), tuple(tb._nodes), tb.block, tb.reduction_dimx)
 
 
-def build_candidate(program: KernelGraph, decisions: Sequence[Decision], outputs: Sequence[int], *,
+def build_candidate(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], outputs: Sequence[int], *,
                     smem_limit: int, reduction_dimx: int = 64) -> KernelGraph:
     """The complete graph of a kernel-level node, with ``outputs`` (kernel tensor indices) marked in order."""
     g, handles, tb = replay(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
@@ -94,11 +93,12 @@ class PartialGraph:
     block_inputs: tuple[int, ...] = ()
 
 
-def partial_graph(program: KernelGraph, decisions: Sequence[Decision], *, smem_limit: int,
+def partial_graph(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
                   reduction_dimx: int = 64) -> PartialGraph:
-    g, handles, tb = replay(program, decisions, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+    steps = decoded(decisions)
+    g, handles, tb = replay(program, steps, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
     kernel = kernel_so_far(g)
     if tb is None:
         return PartialGraph(kernel, None)
-    opened = next(d for d in reversed(decisions) if d[0] == "c")
-    return PartialGraph(kernel, frozen_block(tb), tuple(handles[i].id for i in opened[1]))
+    opened = next(d for d in reversed(steps) if isinstance(d, OpenBlock))
+    return PartialGraph(kernel, frozen_block(tb), tuple(handles[i].id for i in opened.inputs))

@@ -30,18 +30,16 @@ config.json are refused (``RunFolderError``): every result in the folder answers
 from __future__ import annotations
 
 import concurrent.futures as cf
-import html
 import math
 import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mirage_lab.arguments import checked
 from mirage_lab.errors import InputError, MirageError
@@ -52,12 +50,16 @@ from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, preset
-from mirage_lab.search.enumerate import Candidate, Enumerator, Outcome, resumable
-from mirage_lab.search.events import Event, SearchReport, event_line, merge_verdicts
+from mirage_lab.search.decision import KernelOp, decoded
+from mirage_lab.search.enumerate import Enumerator, resumable
+from mirage_lab.search.event_schema import schema_line
+from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
+from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor
 from mirage_lab.search.lock import RunLock
-from mirage_lab.search.pool import process_pool
+from mirage_lab.search.result import SearchResult
 from mirage_lab.search.run_folder import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
 from mirage_lab.search.saved import ranked_candidates
+from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
     budgets,
@@ -69,82 +71,8 @@ from mirage_lab.search.task import (
 )
 from mirage_lab.semantics.footprint import small_pages
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class SearchResult:
-    """Verified μGraphs, best first, and the report of the search that found them."""
-
-    program: KernelGraph
-    config: SearchConfig
-    candidates: list[Candidate]
-    report: SearchReport
-    run_dir: Path | None = None
-    costs: dict[str, float] = field(default_factory=dict)  # candidate hash → proxy seconds
-
-    @property
-    def best(self) -> Candidate | None:
-        return self.candidates[0] if self.candidates else None
-
-    def to_frame(self) -> pd.DataFrame:
-        import pandas as pd  # here, not at the top: search workers never load pandas
-        rows = []
-        for rank, c in enumerate(self.candidates):
-            g = c.graph
-            rows.append({"rank": rank, "hash": c.hash[:12], "kernels": len(g.compute_nodes),
-                         "customized": len(g.block_graphs),
-                         "block_ops": sum(len(b.compute_nodes) for b in g.block_graphs),
-                         "grids": " ".join(str(b.grid) for b in g.block_graphs),
-                         "proxy_cost_us": round(self.costs.get(c.hash, float("nan")) * 1e6, 2),
-                         "found_s": round(c.found_s, 2), "error_bound": c.verification.get("error_bound")})
-        return pd.DataFrame(rows)
-
-    def events(self) -> Iterator[Event]:
-        from mirage_lab.search.events import read_events
-
-        if self.run_dir is None:
-            raise InputError("this search kept no run folder; pass run_dir= to keep its events")
-        return read_events(self.run_dir / events_file(self.run_dir))
-
-    def __repr__(self) -> str:
-        best = "none" if self.best is None else f"{self.best.hash[:12]} ({len(self.best.graph.compute_nodes)} kernels)"
-        return f"SearchResult({len(self.candidates)} verified, best {best}; {self.report!r})"
-
-    def _repr_html_(self) -> str:
-        return (f"<p><b>{len(self.candidates)} verified μGraphs</b></p><pre>{html.escape(repr(self.report))}</pre>"
-                + self.to_frame().head(20).to_html(index=False))
-
-
-# --------------------------------------------------------------------------- executors
-
-
-class SerialExecutor(Executor):
-    """Runs each task in the calling process when it is submitted (no parallelism, no pickling)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        f: Future[Any] = Future()
-        try:
-            f.set_result(fn(*args, **kwargs))
-        except BaseException as e:
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            f.set_exception(e)
-        return f
-
-
-def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
-    """The executor to use, and whether we own it (and must shut it down)."""
-    if isinstance(executor, Executor):
-        return executor, False
-    if executor in (None, "process"):
-        return process_pool() or SerialExecutor(), True
-    _check_executor(executor)
-    return SerialExecutor(), True
-
+__all__ = ["SLICE_STATES", "SearchResult", "SerialExecutor", "fused_first", "make_executor", "run_folder_path",
+           "run_task", "superoptimize"]
 
 # --------------------------------------------------------------------------- the driver
 
@@ -165,18 +93,11 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     if not isinstance(cfg, SearchConfig):
         raise InputError(f"config must be a SearchConfig or a preset name, got {type(config).__name__}")
     cfg = cfg.replace(**overrides) if overrides else cfg
-    _check_executor(executor)
+    check_executor(executor)
     if not isinstance(run_dir, str | os.PathLike | bool | None):
         raise InputError(f"run_dir must be a folder path, or False to keep nothing, got {type(run_dir).__name__}")
     with small_pages():  # (the frontier's and the serial executor's arrays)
         return _Search(prog, cfg, executor, run_dir, progress).run()
-
-
-def _check_executor(executor: Any) -> None:
-    """Before any work: the executor is one ``make_executor`` knows."""
-    if not isinstance(executor, Executor) and executor not in (None, "process", "serial"):
-        raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
-                         f"client.get_executor()), got {executor!r}")
 
 
 @checked
@@ -461,10 +382,11 @@ class _Search:
                             self.folder.path if self.folder is not None else None, costs)
 
     def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[bytes]:
-        """The frontier's events with each task's events spliced in at its root, in task order, as gzip
-        members: a task's compressed log is copied byte for byte, the frontier's own lines compressed."""
+        """The schema line, then the frontier's events with each task's events spliced in at its root, in task
+        order, as gzip members: a task's compressed log is copied byte for byte, the frontier's own lines
+        compressed."""
         assert self.folder is not None
-        lines: list[str] = []
+        lines: list[str] = [schema_line()]
         for ev in front.events.events:
             if ev["e"] != "task":
                 lines.append(event_line(ev) + "\n")
@@ -497,7 +419,7 @@ def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int
     merged in task order, so the outcome is the same; only the time to the first verified μGraph changes.
     State and result budgets count tasks in order, so under those the tasks go out in order too.
     """
-    return sorted(todo, key=lambda i: (sum(d[0] == "k" for d in tasks[i][1]), i))
+    return sorted(todo, key=lambda i: (sum(isinstance(d, KernelOp) for d in decoded(tasks[i][1])), i))
 
 
 def _warn(message: str) -> None:

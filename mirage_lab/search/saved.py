@@ -10,8 +10,8 @@ from typing import Any
 from mirage_lab.errors import FormatError, MirageError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.search.config import SearchConfig
-from mirage_lab.search.enumerate import Candidate
 from mirage_lab.search.run_folder import MISSING, RunFolder
+from mirage_lab.search.state import Candidate
 from mirage_lab.search.task import candidate_from_doc, search_verifier
 from mirage_lab.verify.verifier import Verifier
 

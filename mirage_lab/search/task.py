@@ -20,9 +20,11 @@ from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_from_dict, graph_to_dict
 from mirage_lab.search.config import SearchConfig
-from mirage_lab.search.enumerate import Candidate, Enumerator
+from mirage_lab.search.decision import decoded, encoded
+from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.events import EventLog, merge_verdicts
 from mirage_lab.search.run_folder import RunFolder
+from mirage_lab.search.state import Candidate
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.verifier import Verifier
 
@@ -128,12 +130,12 @@ def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:
-    return {"hash": c.hash, "graph": graph_to_dict(c.graph), "decisions": c.decisions, "node": c.node,
+    return {"hash": c.hash, "graph": graph_to_dict(c.graph), "decisions": encoded(c.decisions), "node": c.node,
             "verification": c.verification, "found_s": c.found_s}
 
 
 def candidate_from_doc(d: dict[str, Any]) -> Candidate:
-    return Candidate(graph_from_dict(d["graph"]), d["hash"], d["decisions"], d["node"], d["verification"],
+    return Candidate(graph_from_dict(d["graph"]), d["hash"], decoded(d["decisions"]), d["node"], d["verification"],
                      float(d["found_s"]))
 
 

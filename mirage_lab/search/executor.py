@@ -1,0 +1,43 @@
+"""The executors a search hands its tasks to: "process" (the default: a local process pool, ``pool.py``),
+"serial" (in the calling process), or any ``concurrent.futures.Executor`` such as Dask's
+``client.get_executor()``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any
+
+from mirage_lab.errors import InputError
+from mirage_lab.search.pool import process_pool
+
+
+class SerialExecutor(Executor):
+    """Runs each task in the calling process when it is submitted (no parallelism, no pickling)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        f: Future[Any] = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            f.set_exception(e)
+        return f
+
+
+def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
+    """The executor to use, and whether we own it (and must shut it down)."""
+    if isinstance(executor, Executor):
+        return executor, False
+    if executor in (None, "process"):
+        return process_pool() or SerialExecutor(), True
+    check_executor(executor)
+    return SerialExecutor(), True
+
+
+def check_executor(executor: Any) -> None:
+    """Before any work: the executor is one ``make_executor`` knows."""
+    if not isinstance(executor, Executor) and executor not in (None, "process", "serial"):
+        raise InputError(f"executor must be 'process', 'serial' or a concurrent.futures.Executor (e.g. Dask's "
+                         f"client.get_executor()), got {executor!r}")

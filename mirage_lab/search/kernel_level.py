@@ -1,0 +1,118 @@
+"""The walk at kernel level (SPEC §7.2 K1–K3): test the state as a candidate, then try every kernel op and
+every customized op on the kernel tensors, each child through the checks of its stage (``checks.STAGES``:
+"kernel state", "kernel op", "customized op")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mirage_lab.absexpr.terms import Term
+from mirage_lab.ir.graph import loader_tile
+from mirage_lab.ir.ops import Level, Op
+from mirage_lab.ir.smem import counted_bytes
+from mirage_lab.ir.tensor import Dims, TensorType
+from mirage_lab.search import candidates as cands
+from mirage_lab.search import checks
+from mirage_lab.search.bound import state_bound
+from mirage_lab.search.decision import KernelOp, OpenBlock
+from mirage_lab.search.event_schema import task_event
+from mirage_lab.search.goal import final_kernel
+from mirage_lab.search.state import CUSTOMIZED_CODE, Block, Key, OpInfo, T
+from mirage_lab.search.tiling import loader_parts
+from mirage_lab.search.walk import Walk
+
+
+class KernelLevel(Walk):
+    def _try_candidate(self, node: str) -> bool:
+        raise NotImplementedError
+
+    def _kernel_state(self, node: str) -> None:
+        on_path = bool(self._resume)  # (continuation: the stopped walk tested and entered this state already)
+        if not on_path and self._try_candidate(node):
+            return
+        if checks.kernel_cap(self) or (not on_path and state_bound(self, node)):
+            return
+        counts = {"oracle": 0, "order": 0, "shape": 0, "twin": 0}
+        for info, idx, ins, dims, exprs in self._kernel_children(node, counts):
+            decision = KernelOp(info.name, idx, info.attr_items)
+            undo = self._push_kernel(idx, (idx, info.code),
+                                     [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
+            self._child(node, decision)
+            self._pop_kernel(undo)
+        if not checks.customized_cap(self):
+            self._customized(node, counts)
+        self._count(node, counts)
+
+    def _kernel_children(self, node: str, counts: dict[str, int]) -> Iterator[tuple[OpInfo, tuple[int, ...], list[T],
+                                                                                  list[Dims], tuple[Term, ...]]]:
+        """The kernel ops that pass every check here, in order (each rejection counted); the caller walks each
+        before asking for the next, and restores the state in between."""
+        for info in self.kernel_ops:
+            twins = info.commutative and "twin" in self.on
+            walked: set[tuple[int, ...]] = set()  # (``twin``, at kernel level: (i, j) comes before (j, i))
+            for idx in checks.order_after(self, self.k_last, info, len(self.kt), counts):
+                if twins and idx[::-1] in walked:
+                    counts["twin"] += 1
+                    continue
+                ins = [self.kt[i] for i in idx]
+                dims = checks.shape(self, info, ins, Level.KERNEL)
+                if dims is None:
+                    counts["shape"] += 1
+                    continue
+                exprs = self.expressions(node, "k", idx, info, ins, 1, counts)
+                if exprs is not None:
+                    walked.add(idx)
+                    yield info, idx, ins, dims, exprs
+
+    def _customized(self, node: str, counts: dict[str, int]) -> None:
+        for idx in cands.customized_input_candidates(len(self.kt), self.cfg):
+            key = (tuple(idx), CUSTOMIZED_CODE)
+            if not checks.order_ok(self, self.k_last, key):
+                counts["order"] += 1
+                continue
+            dims = [self.kt[i].dims for i in idx]
+            for grid in cands.grid_candidates(dims, self.cfg):
+                for imaps in cands.imap_candidates(dims, grid, self.cfg):
+                    for fmaps in cands.fmap_candidates(dims, self.cfg):
+                        for frange in cands.forloop_candidates(dims, grid, imaps, fmaps, self.cfg):
+                            decision = OpenBlock(tuple(idx), grid, tuple(imaps), tuple(fmaps), frange)
+                            self._open_customized(node, decision, key)
+
+    def _open_customized(self, node: str, decision: OpenBlock, key: Key) -> None:
+        if not self._open_block(decision, key):
+            self.prune(node, "smem", decision)
+            return
+        assert self.block is not None
+        why = self.block.unreachable
+        if why is not None:
+            self.block = None
+            self.prune(node, "goal", decision, reason=why)
+            return
+        if self.frontier:
+            self.block = None
+            self.out.tasks.append((node, [d.to_json() for d in (*self.path, decision)]))
+            self.out.events.append(task_event(node, len(self.out.tasks) - 1))
+            return
+        self._child(node, decision)
+        self.block = None
+
+    def _open_block(self, decision: OpenBlock, key: Key) -> bool:
+        """Open the block graph ``decision`` names, with its loaders; False when they exceed shared memory."""
+        tensors, smem = [], 0
+        grid, frange = decision.grid, decision.frange
+        for i, imap, fmap in zip(decision.inputs, decision.imaps, decision.fmaps, strict=True):
+            src = self.kt[i]
+            tile = loader_tile(src.dims, imap, fmap, grid, frange)
+            # positions in a program input are its indices; an intermediate may hold concatenated partials
+            part = loader_parts(len(tile), imap, fmap, grid, frange) if src.source else (None,) * len(tile)
+            t = self.signed(T(tile, src.dtype, src.expr, source=True, part=part))
+            smem += counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)])
+            tensors.append(t)
+        if not checks.smem(self, smem):
+            return False
+        self.blocks_opened += 1
+        self.block = Block(decision.inputs, grid, frange, tensors, smem, key, n_ops=len(tensors),
+                           serial=self.blocks_opened)
+        if "goal" in self.on and self.k_ops + 1 >= self.cfg.max_kernel_ops:
+            final_kernel(self, self.block)
+        return True

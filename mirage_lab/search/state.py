@@ -1,0 +1,135 @@
+"""The lean state a walk mutates on the way down and restores on the way up, and what a walk produces.
+
+A state is plain lists of ``T`` (kernel tensors, and the open ``Block``'s tensors), so a step costs a few list
+operations; graphs are built through the validating builders only for candidates (``replay``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mirage_lab.absexpr.terms import Term, var
+from mirage_lab.ir.dtype import DType
+from mirage_lab.ir.graph import KernelGraph, saver_dims
+from mirage_lab.ir.ops import Kind, Level, Op
+from mirage_lab.ir.tensor import Dims
+from mirage_lab.search.decision import Attrs, Decision
+from mirage_lab.search.events import EventLog
+from mirage_lab.search.tiling import Parts
+
+#: an op's canonical key (SPEC §7.4): its operands' positions, then its numeric code
+Key = tuple[tuple[int, ...], int]
+CUSTOMIZED_CODE = Op.CUSTOMIZED.spec.code(Level.KERNEL)
+
+
+class StopSearch(Exception):
+    """A budget ran out: ``reason`` is "time limit", "state limit" or "result limit"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class T:
+    """A tensor of a search state."""
+
+    dims: Dims
+    dtype: DType
+    expr: Term
+    post: bool = False  # block level: post-loop (produced by an accumulator)
+    source: bool = False  # a program input (kernel) or a loader (block)
+    uses: int = 0
+    part: Parts | None = None  # block level, ``index_checks``: the axes partitioning each dim (``tiling``)
+    sig: int = -1  # block level: one number per (dims, dtype, part, expr), for the walk's block memo
+
+
+#: a viable block op: operand indices, output dims, output expressions, shared-memory bytes it adds, parts
+Entry = tuple[tuple[int, ...], list[Dims], tuple[Term, ...], int, tuple[Parts, ...] | None]
+
+
+def entry_index(e: Entry) -> tuple[int, ...]:
+    return e[0]
+
+
+@dataclass
+class Block:
+    """The open block graph of a customized op being built."""
+
+    inputs: tuple[int, ...]
+    grid: tuple[int, int, int]
+    frange: int
+    tensors: list[T]
+    smem: int
+    key: Key  # the customized op's canonical key, checked when it was opened
+    last: Key | None = None
+    n_ops: int = 0
+    serial: int = 0  # which opening this is, within one walk (semantic deduplication)
+    # the last kernel op the cap allows (the ``goal`` check): how many tensors it must save, and the normal
+    # forms of the kernel tensors that stay dangling beside them (all must be the program's outputs)
+    need: int | None = None
+    left: tuple[int, ...] = ()
+    unreachable: str | None = None  # why the last kernel op can never produce the program's outputs
+    # per open state on the current path: (tensor count, per block op its viable entries), see ``viable``
+    viable: list[tuple[int, list[list[Entry]] | None]] = field(default_factory=list)
+
+
+class OpInfo:
+    """What the hot loops need of an op, looked up once."""
+
+    __slots__ = ("accum", "arity", "attr_items", "attrs", "code", "commutative", "name", "op", "shape",
+                 "smem_counted")
+
+    def __init__(self, op: Op, level: Level, attrs: dict[str, Any] | None = None,
+                 clamp: tuple[float, float] = (0.0, 6.0)) -> None:
+        spec = op.spec
+        self.op, self.name, self.arity, self.code = op, op.value, spec.arity, spec.code(level)
+        self.shape, self.smem_counted, self.accum = spec.shape, spec.smem_counted, spec.kind is Kind.ACCUM
+        self.commutative = spec.commutative and spec.arity == 2
+        self.attrs = attrs if attrs is not None else (
+            {"min": float(clamp[0]), "max": float(clamp[1])} if op is Op.CLAMP else {})
+        self.attr_items: Attrs = tuple(self.attrs.items())
+
+
+@dataclass
+class Candidate:
+    """A verified μGraph found by the search."""
+
+    graph: KernelGraph
+    hash: str
+    decisions: list[Decision]
+    node: str
+    verification: dict[str, Any]
+    found_s: float
+
+
+@dataclass
+class Outcome:
+    """What one walk produced: its events, verified candidates, tasks (frontier mode), time split. A task is
+    (its parent node id, the decisions to its root in their JSON form: tasks cross process boundaries)."""
+
+    events: EventLog = field(default_factory=EventLog)
+    candidates: list[Candidate] = field(default_factory=list)
+    tasks: list[tuple[str, list[Any]]] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=lambda: {"oracle": 0.0, "verification": 0.0,
+                                                                "enumeration": 0.0})
+    stop_reason: str = "complete"
+
+    @property
+    def states(self) -> int:
+        return self.events.states
+
+
+def saved(b: Block, dangling: list[int], omap: tuple[int, ...]) -> list[T]:
+    """The kernel tensors a block graph's savers write with ``omap``."""
+    return [T(saver_dims(b.tensors[i].dims, omap, b.grid), b.tensors[i].dtype, b.tensors[i].expr) for i in dangling]
+
+
+def variables(t: Term) -> frozenset[int]:
+    """The program inputs a term reads."""
+    return frozenset(int(s.param[0]) for s in t.subterms() if s.head == "input")
+
+
+def input_terms(n: int) -> list[Term]:
+    return [var(i) for i in range(n)]

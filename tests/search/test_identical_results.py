@@ -1,0 +1,61 @@
+"""The search's results and event streams are those recorded before the search became named parts (issue 20,
+item 3): for a few small searches, the verified μGraphs and the sha256 of the event stream (its schema line
+left out) equal ``golden/search_fingerprints.json``, written by the code before that change.
+
+Rewrite the file (``python -m tests.search.test_identical_results``) only for a change meant to alter what the
+search does, and say so in the commit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mirage_lab.search.config import preset
+from mirage_lab.search.runner import superoptimize
+from tests.search.test_search import SMALL, small_rmsnorm
+
+GOLDEN = Path(__file__).parent / "golden" / "search_fingerprints.json"
+#: name → (preset, overrides of the small search ``test_search.SMALL``): the default checks, with commutative ops
+#: and a kernel cap that makes the customized op the last (twin and goal prunes), the cost bound, semantic
+#: deduplication, and the reference's checks only
+SEARCHES: dict[str, tuple[str, dict[str, Any]]] = {
+    "mlp": ("mlp", {}),
+    "mlp_commutative_capped": ("mlp", {"block_ops": ("matmul", "exp", "mul", "div", "accum_no_red", "accum_rms"),
+                                       "kernel_ops": ("matmul", "mul", "customized"), "max_kernel_ops": 3}),
+    "mlp_cost_bound": ("mlp", {"cost_bound": True}),
+    "mlp_semantic_order": ("mlp", {"order": "semantic"}),
+    "reference": ("reference", {}),
+}
+
+
+def fingerprint(name: str) -> dict[str, Any]:
+    base, overrides = SEARCHES[name]
+    with tempfile.TemporaryDirectory() as runs:
+        res = superoptimize(small_rmsnorm(), preset(base, **{**SMALL, **overrides}), executor="serial",
+                            run_dir=runs, progress=False)
+        assert res.run_dir is not None
+        lines = gzip.decompress((res.run_dir / "events.jsonl.gz").read_bytes()).decode().splitlines(keepends=True)
+    if lines and lines[0].startswith('{"e":"schema"'):
+        lines = lines[1:]
+    return {"verified": [c.hash for c in res.candidates], "states": res.report.states,
+            "pruned": dict(sorted(res.report.pruned.items())), "events": len(lines),
+            "events_sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHES))
+def test_the_search_does_what_it_did(name: str) -> None:
+    expected = json.loads(GOLDEN.read_text())[name]
+    assert fingerprint(name) == expected
+
+
+if __name__ == "__main__":
+    GOLDEN.write_text(json.dumps({name: fingerprint(name) for name in sorted(SEARCHES)}, indent=1) + "\n")
+    print(GOLDEN.read_text(), file=sys.stderr)
