@@ -26,7 +26,7 @@ from itertools import product
 from typing import Any
 
 from mirage_lab.absexpr.of_graph import graph_expressions, program_targets
-from mirage_lab.absexpr.terms import UNARY, Term, div, mul, reduce, sum_, unary, var
+from mirage_lab.absexpr.terms import PARAMETRISED, UNARY, Term, div, mul, reduce, sum_, unary, var
 from mirage_lab.absexpr.terms import add as add_
 
 
@@ -100,7 +100,7 @@ def _foreign_input(targets: Sequence[Term], pieces: list[Term], n_in: int, g: An
 
 
 def _never_exponentiated(targets: Sequence[Term], pieces: list[Term], n_in: int, g: Any) -> Gen:
-    for f in sorted(UNARY - {"clamp"}):
+    for f in sorted(UNARY - set(PARAMETRISED)):
         used = [a.inputs() for a in _args_of(targets, f)]
         for p in pieces:
             if p.inputs() and p.inputs() not in used:

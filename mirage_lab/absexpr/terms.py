@@ -21,10 +21,13 @@ from typing import Any, Final
 from mirage_lab.errors import InputError
 from mirage_lab.ir.ops import OPS, Kind
 
-#: the language's unary and binary functions: the heads the op table's ops add (``OpSpec.term``); ``clamp``
-#: carries (lo, hi) as its parameter
+#: the language's unary and binary functions: the heads the op table's ops add (``OpSpec.term``)
 UNARY: Final = frozenset(spec.term for spec in OPS.values() if spec.term and spec.kind is Kind.UNARY)
 BINARY: Final = frozenset(spec.term for spec in OPS.values() if spec.term and spec.kind is Kind.BINARY)
+#: unary heads whose op's attributes are the term's parameters: ``clamp(lo, hi, x)``, ``scale(c, x)``; each
+#: parameter value is a different (opaque) function
+PARAMETRISED: Final = {spec.term: len(spec.attrs) for spec in OPS.values()
+                       if spec.term and spec.kind is Kind.UNARY and spec.attrs}
 #: reductions over n elements; the parameter is n
 REDUCE: Final = frozenset({"sum", "rms", "max"})
 HEADS: Final = UNARY | BINARY | REDUCE | {"input"}
@@ -247,7 +250,7 @@ def _parse_at(tokens: list[str], pos: int, text: str) -> tuple[int, Term]:
 
 def _build(head: str, params: Param, args: tuple[Term, ...], text: str) -> Term:
     want_args = 2 if head in BINARY else 1
-    want_params = 1 if head in REDUCE else (2 if head == "clamp" else 0)
+    want_params = 1 if head in REDUCE else PARAMETRISED.get(head, 0)
     if len(args) != want_args or len(params) != want_params:
         raise InputError(f"{head} takes {want_params} number(s) and {want_args} expression(s), got "
                          f"{len(params)} and {len(args)} in {text!r}")

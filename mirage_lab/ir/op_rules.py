@@ -104,10 +104,6 @@ def abs_binary(method: str) -> AbstractRule:
     return lambda alg, args, a, b: getattr(alg, method)(a, b)
 
 
-def abs_identity(alg: Any, args: EvalArgs, x: Any, *rest: Any) -> Any:
-    return x
-
-
 def abs_matmul(alg: Any, args: EvalArgs, a: Any, b: Any) -> Any:
     return alg.reduce("sum", args.in_dims[0][-1], alg.mul(a, b))
 
@@ -138,6 +134,10 @@ def abs_concat_then_matmul(alg: Any, args: EvalArgs, a0: Any, a1: Any, b0: Any, 
 
 def abs_clamp(alg: Any, args: EvalArgs, x: Any) -> Any:
     return alg.unary("clamp", x, (float(args.attrs["min"]), float(args.attrs["max"])))
+
+
+def abs_scale(alg: Any, args: EvalArgs, x: Any) -> Any:
+    return alg.unary("scale", x, (float(args.attrs["scalar"]),))
 
 
 def abs_accum(name: str, per_row: bool = True, todimx: bool = False) -> AbstractRule:

@@ -67,7 +67,7 @@ class BlockLevel(Walk):
             counts["phase"] += kept - len(fresh)
             entries = [e for idx in fresh if (e := self._check_block_op(node, b, info, idx, counts)) is not None]
             if inherited is not None and inherited[k]:
-                old = [e for e in inherited[k] if checks.order_ok(self, b.last, (e[0], info.code))
+                old = [e for e in inherited[k] if checks.order_ok(self, b.last, (e[0], info.ident))
                        and checks.smem(self, b.smem + e[3])]
                 entries = sorted(old + entries, key=entry_index) if entries else old
             out.append(entries)
@@ -83,7 +83,7 @@ class BlockLevel(Walk):
         remembered (``block_memo``). The shared-memory budget depends on the state and is checked every time.
         """
         ins = [b.tensors[i] for i in idx]
-        key = (info.code, b.frange, *[t.sig for t in ins])
+        key = (info.ident, b.frange, *[t.sig for t in ins])
         memo = self.block_memo.get(key)
         if memo is None:
             dims = checks.shape(self, info, ins, Level.BLOCK)
@@ -130,7 +130,7 @@ class BlockLevel(Walk):
         dtype = b.tensors[idx[0]].dtype
         for i in idx:
             b.tensors[i].uses += 1
-        last, b.last = b.last, (idx, info.code)
+        last, b.last = b.last, (idx, info.ident)
         b.tensors.extend(self.signed(T(d, dtype, e, post=post, part=None if parts is None else parts[k]))
                          for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))
         b.smem += add

@@ -107,9 +107,9 @@ def order_after(w: Walk, last: Key | None, info: OpInfo, n: int, counts: dict[st
         idx = w.indices[key] = [t for t in cands.input_index_candidates(info.arity, n) if max(t) >= n_old]
     if "order" not in w.on or last is None:
         return idx
-    v, code = last
+    v, ident = last
     start = bisect.bisect_left(idx, v)
-    if start < len(idx) and idx[start] == v and code >= info.code:
+    if start < len(idx) and idx[start] == v and ident >= info.ident:
         start += 1
     counts["order"] += start
     return idx[start:]

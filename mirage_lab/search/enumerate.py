@@ -184,7 +184,7 @@ class Enumerator(KernelLevel, BlockLevel):
             dims = checks.shape(self, info, ins, Level.KERNEL)
             assert dims is not None, d
             exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins])
-            self._push_kernel(idx, (idx, info.code), [T(x, ins[0].dtype, e) for x, e in zip(dims, exprs, strict=True)])
+            self._push_kernel(idx, (idx, info.ident), [T(x, ins[0].dtype, e) for x, e in zip(dims, exprs, strict=True)])
         elif isinstance(d, OpenBlock):
             assert self._open_block(d, (d.inputs, CUSTOMIZED_CODE)), d
         else:

@@ -35,7 +35,7 @@ class KernelLevel(Walk):
         counts = {"oracle": 0, "order": 0, "shape": 0, "twin": 0}
         for info, idx, ins, dims, exprs in self._kernel_children(node, counts):
             decision = KernelOp(info.name, idx, info.attr_items)
-            undo = self._push_kernel(idx, (idx, info.code),
+            undo = self._push_kernel(idx, (idx, info.ident),
                                      [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
             self._child(node, decision)
             self._pop_kernel(undo)

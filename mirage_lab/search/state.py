@@ -6,6 +6,8 @@ operations; graphs are built through the validating builders only for candidates
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +21,9 @@ from mirage_lab.search.events import EventLog
 from mirage_lab.search.tiling import Parts
 
 #: an op's canonical key (SPEC §7.4): its operands' positions, then its numeric code
-Key = tuple[tuple[int, ...], int]
-CUSTOMIZED_CODE = Op.CUSTOMIZED.spec.code(Level.KERNEL)
+Key = tuple[tuple[int, ...], int]  # (operand indices, the op's ``OpInfo.ident``)
+VARIANTS = 1 << 20  # attribute variants of one op code an ``OpInfo.ident`` can tell apart
+CUSTOMIZED_CODE = Op.CUSTOMIZED.spec.code(Level.KERNEL) * VARIANTS  # as an ``OpInfo.ident``
 
 
 class StopSearch(Exception):
@@ -78,7 +81,7 @@ class Block:
 class OpInfo:
     """What the hot loops need of an op, looked up once."""
 
-    __slots__ = ("accum", "arity", "attr_items", "attrs", "code", "commutative", "name", "op", "shape",
+    __slots__ = ("accum", "arity", "attr_items", "attrs", "code", "commutative", "ident", "name", "op", "shape",
                  "smem_counted")
 
     def __init__(self, op: Op, level: Level, attrs: dict[str, Any] | None = None,
@@ -90,6 +93,32 @@ class OpInfo:
         self.attrs = attrs if attrs is not None else (
             {"min": float(clamp[0]), "max": float(clamp[1])} if op is Op.CLAMP else {})
         self.attr_items: Attrs = tuple(self.attrs.items())
+        # the op with its attributes, as one int for the order keys and memos: mul_scalar by 0.5 and by 0.7 are two
+        # ops. It orders as the op codes do; variants of one op by a stable hash of their attributes (the same in
+        # every process, so a task replayed elsewhere orders its ops as the walk that made it)
+        variant = zlib.crc32(repr(self.attr_items).encode()) % VARIANTS if self.attr_items else 0
+        self.ident = self.code * VARIANTS + variant
+
+
+def op_infos(names: Sequence[str], level: Level, program: KernelGraph,
+             clamp: tuple[float, float]) -> list[OpInfo]:
+    """The ops the search may apply at ``level``. An op with a constant the search cannot invent is offered once
+    per constant the program itself uses: ``mul_scalar`` with each of the program's scale factors (none when the
+    program scales nothing); ``clamp`` takes its bounds from the config."""
+    infos = []
+    for name in names:
+        op = Op(name)
+        if op is Op.MUL_SCALAR:
+            infos += [OpInfo(op, level, {"scalar": c}) for c in program_scalars(program)]
+        else:
+            infos.append(OpInfo(op, level, clamp=clamp))
+    return infos
+
+
+def program_scalars(program: KernelGraph) -> list[float]:
+    """The distinct ``mul_scalar`` factors of ``program`` (at either level), in ascending order."""
+    nodes = [*program.nodes, *(n for bg in program.block_graphs for n in bg.nodes)]
+    return sorted({float(n.attr("scalar")) for n in nodes if n.op is Op.MUL_SCALAR})
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 from mirage_lab.absexpr.oracle import Oracle
 from mirage_lab.absexpr.terms import Term
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.ops import Level, Op, ShapeContext
+from mirage_lab.ir.ops import Level, ShapeContext
 from mirage_lab.ir.tensor import Dims
 from mirage_lab.search import checks
 from mirage_lab.search.config import SearchConfig
@@ -24,7 +24,18 @@ from mirage_lab.search.decision import Decision, OpenBlock
 from mirage_lab.search.event_schema import prune_event
 from mirage_lab.search.events import EventLog
 from mirage_lab.search.goal import foreign_function_of, function_heads
-from mirage_lab.search.state import Block, Candidate, Key, OpInfo, Outcome, StopSearch, T, input_terms, variables
+from mirage_lab.search.state import (
+    Block,
+    Candidate,
+    Key,
+    OpInfo,
+    Outcome,
+    StopSearch,
+    T,
+    input_terms,
+    op_infos,
+    variables,
+)
 from mirage_lab.verify.verifier import Verifier
 
 
@@ -43,9 +54,9 @@ class Walk:
         self.t0 = time.perf_counter() if t0 is None else t0
         self.out = Outcome(events=log or EventLog())
         self.frontier = False
-        clamp = config.clamp_bounds
-        self.kernel_ops = [OpInfo(Op(o), Level.KERNEL, clamp=clamp) for o in config.kernel_ops if o != "customized"]
-        self.block_ops = [OpInfo(Op(o), Level.BLOCK, clamp=clamp) for o in config.block_ops]
+        kernel_ops = [o for o in config.kernel_ops if o != "customized"]
+        self.kernel_ops = op_infos(kernel_ops, Level.KERNEL, program, config.clamp_bounds)
+        self.block_ops = op_infos(config.block_ops, Level.BLOCK, program, config.clamp_bounds)
         self.dropped: list[tuple[str, str, str]] = []  # (level, op, the function no target applies)
         if "foreign_ops" in self.on:
             heads = function_heads(oracle.targets)
@@ -173,7 +184,7 @@ class Walk:
 
     def judgement(self, info: OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
         """``checks.judged``, remembered per (op, inputs' terms and dims, F)."""
-        key = (info.code, frange, *[t.expr for t in ins], *[t.dims for t in ins])
+        key = (info.ident, frange, *[t.expr for t in ins], *[t.dims for t in ins])
         got = self._exprs.get(key)
         if got is None:
             got = self._exprs[key] = checks.judged(self, info, ins, frange)

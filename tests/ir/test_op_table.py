@@ -135,6 +135,6 @@ def test_an_ops_term_is_the_head_its_abstract_rule_builds(op: Op) -> None:
     spec = OPS[op]
     assert spec.abstract is not None
     dims = ((4, 4),) * spec.arity
-    attrs = {"min": 0.0, "max": 1.0}
+    attrs = {"min": 0.0, "max": 1.0, "scalar": 0.5}
     out = spec.abstract(ALGEBRA, EvalArgs(attrs, dims), *(var(i) for i in range(spec.arity)))
     assert out.head == spec.term

@@ -55,7 +55,7 @@ from mirage_lab.absexpr.engine import Limits
 from mirage_lab.absexpr.terms import BINARY, REDUCE, UNARY, Term, make, sum_
 
 #: egglog constructor of each Term head; unary functions share ``Un`` with the function's name (and
-#: clamp's bounds) as a string, so adding a unary function to the language needs no change here
+#: parametrised ones' parameters) as a string, so adding a unary function to the language needs no change here
 _CTOR: Final = {"input": "V", "add": "Add", "mul": "Mul", "div": "Div", "pow": "Pow",
                 "sum": "Sum", "rms": "Rms", "max": "Max"}
 _UNARY_CTOR: Final = "Un"

@@ -78,7 +78,7 @@ import z3
 
 from mirage_lab.absexpr.axioms import AXIOMS, Axiom, rule_set
 from mirage_lab.absexpr.engine import Limits
-from mirage_lab.absexpr.terms import BINARY, REDUCE, UNARY, Term
+from mirage_lab.absexpr.terms import BINARY, PARAMETRISED, REDUCE, UNARY, Term
 
 #: rows compiled by name, because their pattern strings do not carry their meaning
 _SPECIAL: Final = frozenset({"sub_refl", "sub_trans", "sub_unary", "sub_partial_sum", "distinct_inputs"})
@@ -187,7 +187,7 @@ class _Signature:
 
 
 def _unary_name(t: Term) -> str:
-    # clamp's (lo, hi) are folded into the symbol: the axioms treat every clamp as an
+    # parameters (clamp's (lo, hi), scale's factor) are folded into the symbol: the axioms treat each as an
     # opaque function, and two clamps with different bounds must not be congruent
     return f"{t.head}[{','.join(repr(float(p)) for p in t.param)}]" if t.param else t.head
 
@@ -377,10 +377,10 @@ class Z3Engine:
                 add(z3.ForAll([x, y, z], z3.Implies(z3.And(sub(x, y), sub(y, z)), sub(x, z)),
                               patterns=[z3.MultiPattern(sub(x, y), sub(y, z))], qid=ax.name))
             elif ax.name == "sub_unary":
-                # unary heads are declared on first use (clamp bounds are open-ended) and
-                # get this axiom with the declaration; pow's operands are arguments too
+                # unary heads are declared on first use (clamp bounds and scale factors are open-ended)
+                # and get this axiom with the declaration; pow's operands are arguments too
                 self._sub_unary = True
-                for u in sorted(UNARY - {"clamp"}):
+                for u in sorted(UNARY - set(PARAMETRISED)):
                     self._unary(u)
                 pow_ = s.binary["pow"]
                 for k, v in enumerate((x, y)):
