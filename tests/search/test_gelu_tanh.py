@@ -89,3 +89,23 @@ def test_one_cap_less_holds_no_single_kernel() -> None:
                     max_block_ops=12)
     res = superoptimize(gelu_tanh_mlp(), config, executor="serial", run_dir=False, progress=False)
     assert not [c for c in res.candidates if len(c.graph.compute_nodes) == 1]
+
+
+def test_the_widgets_draw_the_fused_kernel() -> None:
+    """The notebook view of the kernel the search found: every element drawn, tanh and each factor in the panel."""
+    from mirage_lab.widgets.graph_view import GraphView
+
+    ops = ("matmul", "square", "mul", "mul_scalar", "add", "tanh", "accum_no_red")
+    config = preset("mlp", block_ops=ops, kernel_ops=("customized",), forloop_ranges=(4,), grid_divisors=(4,),
+                    max_block_ops=13)
+    res = superoptimize(gelu_tanh_mlp(), config, executor="serial", run_dir=False, progress=False)
+    view = GraphView(res.best.graph, "python")
+    custom = next(k for k, n in enumerate(view.graph.nodes) if n.body is not None)
+    assert view.click(f"n{custom}") == "opened"
+    body = view.block_graph()
+    assert body is not None
+    tanh = next(j for j, n in enumerate(body.nodes) if n.op is Op.TANH)
+    assert view.details(f"b{tanh}")["expression"].startswith(f"tanh(scale({C}")
+    factors = {view.details(f"b{j}")["attributes"]["scalar"] for j, n in enumerate(body.nodes) if n.op is Op.MUL_SCALAR}
+    assert factors == {0.044715, C, 0.5}
+    assert "tanh" in view.svg()
