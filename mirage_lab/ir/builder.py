@@ -14,8 +14,8 @@ The API follows the reference implementation's Python builder::
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mirage_lab.arguments import checked, checked_methods
 from mirage_lab.errors import (
@@ -26,6 +26,7 @@ from mirage_lab.errors import (
     ShapeError,
     UnsupportedOpError,
 )
+from mirage_lab.ir.builder_methods import install
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import (
     PHI,
@@ -41,15 +42,19 @@ from mirage_lab.ir.graph import (
 from mirage_lab.ir.ops import ACCUM_NAMES, Kind, Level, Op, ShapeContext
 from mirage_lab.ir.smem import DEFAULT_ARCH, MAX_BLOCKS, capacity, counted_bytes
 from mirage_lab.ir.tensor import Dims, DTensor, STensor, TensorType, _Handle, contiguous_strides
-from mirage_lab.ir.validate import check_dims, check_finite, check_int, check_triple
+from mirage_lab.ir.validate import check_dims, check_int, check_triple
 
 
 @checked_methods
 class _GraphBuilder:
-    """Shared machinery: tensor table, node list, op application with shape checks."""
+    """Shared machinery: tensor table, node list, op application with shape checks. The op methods (``exp``,
+    ``add``, ``matmul``, ``clamp``, …) are made from the op table (``ir/builder_methods.py``)."""
 
     level: Level
     handle_type: type[_Handle]
+
+    if TYPE_CHECKING:  # the generated op methods, for the type checker
+        def __getattr__(self, name: str) -> Callable[..., Any]: ...
 
     def __init__(self) -> None:
         self._tensors: list[TensorType] = []
@@ -105,62 +110,6 @@ class _GraphBuilder:
 
     def _one(self, op: Op, *inputs: Any, **attrs: Any) -> Any:
         return self._apply(op, inputs, **attrs)[0]
-
-    # elementwise ops shared by both levels
-    def exp(self, x: Any) -> Any:
-        return self._one(Op.EXP, x)
-
-    def square(self, x: Any) -> Any:
-        return self._one(Op.SQUARE, x)
-
-    def sqrt(self, x: Any) -> Any:
-        return self._one(Op.SQRT, x)
-
-    def silu(self, x: Any) -> Any:
-        return self._one(Op.SILU, x)
-
-    def sigmoid(self, x: Any) -> Any:
-        return self._one(Op.SIGMOID, x)
-
-    def gelu(self, x: Any) -> Any:
-        return self._one(Op.GELU, x)
-
-    def relu(self, x: Any) -> Any:
-        return self._one(Op.RELU, x)
-
-    def log(self, x: Any) -> Any:
-        return self._one(Op.LOG, x)
-
-    def tanh(self, x: Any) -> Any:
-        return self._one(Op.TANH, x)
-
-    def erf(self, x: Any) -> Any:
-        return self._one(Op.ERF, x)
-
-    def clamp(self, x: Any, min_value: float, max_value: float) -> Any:
-        lo = check_finite(min_value, "clamp min_value")
-        hi = check_finite(max_value, "clamp max_value")
-        if lo > hi:
-            raise ShapeError(f"clamp: min_value {lo} is greater than max_value {hi}; swap them")
-        return self._one(Op.CLAMP, x, min=lo, max=hi)
-
-    def mul_scalar(self, x: Any, scalar: float) -> Any:
-        return self._one(Op.MUL_SCALAR, x, scalar=check_finite(scalar, "mul_scalar scalar"))
-
-    def add(self, a: Any, b: Any) -> Any:
-        return self._one(Op.ADD, a, b)
-
-    def mul(self, a: Any, b: Any) -> Any:
-        return self._one(Op.MUL, a, b)
-
-    def div(self, a: Any, b: Any) -> Any:
-        return self._one(Op.DIV, a, b)
-
-    def pow(self, a: Any, b: Any) -> Any:
-        return self._one(Op.POW, a, b)
-
-    def matmul(self, a: Any, b: Any) -> Any:
-        return self._one(Op.MATMUL, a, b)
 
     def _dim(self, x: Any, dim: int) -> int:
         d = check_int(dim, "dim")
@@ -380,9 +329,6 @@ class BlockGraphBuilder(_GraphBuilder):
         self._savers.append(Node(Op.OUTPUT, (tid,), (), make_attrs({"omap": omap})))
 
     # -- block-only ops --------------------------------------------------------
-    def sub(self, a: STensor, b: STensor) -> STensor:
-        return self._one(Op.SUB, a, b)
-
     def reduction(self, x: STensor, dim: int) -> STensor:
         return self._one(Op.REDUCTION, x, dim=self._dim(x, dim))
 
@@ -397,9 +343,6 @@ class BlockGraphBuilder(_GraphBuilder):
 
     def concat(self, a: STensor, b: STensor, dim: int) -> STensor:
         return self._one(Op.CONCAT, a, b, dim=self._dim(a, dim))
-
-    def concat_then_matmul(self, a0: STensor, a1: STensor, b0: STensor, b1: STensor) -> STensor:
-        return self._one(Op.CONCAT_THEN_MATMUL, a0, a1, b0, b1)
 
     def forloop_accum(self, x: STensor, acc: str | None = None, rescale: STensor | None = None) -> STensor:
         """Combine ``x`` over the for-loop: acc ∈ None|"sum"|"mean"|"rms"|"sum_todimx"|"max"|… (SPEC §3.3)."""
@@ -438,6 +381,12 @@ class BlockGraphBuilder(_GraphBuilder):
         return (f"BlockGraphBuilder(grid={self.grid}, forloop_range={self.forloop_range}, "
                 f"{plural(len(self._tensors), 'tensor')}, {plural(len(self._savers), 'output')}, "
                 f"smem={self._smem} B)")
+
+
+# the op methods from the table: both levels' on the shared base, each level's own on its builder
+install(_GraphBuilder, frozenset({Level.KERNEL, Level.BLOCK}))
+install(KernelGraphBuilder, frozenset({Level.KERNEL}))
+install(BlockGraphBuilder, frozenset({Level.BLOCK}))
 
 
 @checked

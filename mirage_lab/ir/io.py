@@ -182,14 +182,13 @@ def _check_op(op: Op, ins: list[Any], kernel: bool, where: str) -> None:
 
 
 def _replay_for(op: Op, kernel: bool) -> Replay:
-    if op.spec.kind in (Kind.UNARY, Kind.BINARY, Kind.MATMUL) and op not in (Op.CLAMP, Op.MUL_SCALAR):
-        return _method(op.value)
+    rule = op.spec.builder
+    if rule is not None and rule.generated:  # the row's method: its tensors, then its scalars in order
+        return _method(rule.name, *(attr for _, attr in rule.scalars))
     if op.spec.kind is Kind.ACCUM:
         key = ACCUM_KEY[op]
         return lambda b, ins, attrs: [b.forloop_accum(ins[0], key, *ins[1:])]
     table: dict[Op, Replay] = {
-        Op.CLAMP: _method("clamp", "min", "max"),
-        Op.MUL_SCALAR: _method("mul_scalar", "scalar"),
         Op.REDUCTION_TO_DIMX: _method("reduction_to_dimx", "dim"),
         Op.REDUCTION_MAX: _method("reduction_max", "dim"),
         Op.CONCAT: _method("concat", "dim"),

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from mirage_lab.errors import ShapeError
 from mirage_lab.ir.op_types import AbstractRule, EvalArgs, EvalRule
 
 
@@ -134,6 +135,11 @@ def abs_concat_then_matmul(alg: Any, args: EvalArgs, a0: Any, a1: Any, b0: Any, 
 
 def abs_clamp(alg: Any, args: EvalArgs, x: Any) -> Any:
     return alg.unary("clamp", x, (float(args.attrs["min"]), float(args.attrs["max"])))
+
+
+def check_clamp_bounds(attrs: dict[str, float]) -> None:
+    if attrs["min"] > attrs["max"]:
+        raise ShapeError(f"clamp: min_val {attrs['min']} is greater than max_val {attrs['max']}; swap them")
 
 
 def abs_scale(alg: Any, args: EvalArgs, x: Any) -> Any:

@@ -109,3 +109,24 @@ class FieldRule:
 
 
 EXACT = FieldRule("exact")
+
+
+@dataclass(frozen=True)
+class BuilderRule:
+    """An op's builder method, under the reference's name and signature (``A``, ``B`` for tensors).
+
+    ``generated``: the method is made from this row (``ir/builder_methods.py``): its tensors, then its float
+    ``scalars`` as (parameter, attribute) pairs, each checked finite, then ``check`` on the attributes. Ops whose
+    methods do more (loaders, reductions with their dims, accumulators) are written in ``ir/builder.py`` under
+    ``name`` (``kernel_name`` where the kernel level's differs), and a test holds them to it.
+    """
+
+    name: str
+    tensors: tuple[str, ...] = ()
+    scalars: tuple[tuple[str, str], ...] = ()
+    generated: bool = True
+    kernel_name: str | None = None
+    check: Callable[[dict[str, float]], None] | None = None
+
+    def method_name(self, level: Level) -> str:
+        return self.kernel_name if level is Level.KERNEL and self.kernel_name else self.name

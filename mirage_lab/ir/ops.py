@@ -35,6 +35,7 @@ from mirage_lab.ir.op_rules import (
     abs_scale,
     abs_unary,
     binary_rule,
+    check_clamp_bounds,
     contrib_identity,
     contrib_row_sum,
     contrib_row_sumsq,
@@ -61,6 +62,7 @@ from mirage_lab.ir.op_types import (
     AbstractRule,
     AccumRule,
     AttrValue,
+    BuilderRule,
     DegreeRule,
     Dims,
     EvalArgs,
@@ -173,6 +175,7 @@ class OpSpec:
     #: ``verify/mutate.py`` replaces an op by the others of its family ("unary", "binary"), ``pairs`` first
     mutation_family: str | None = None
     mutation_pairs: tuple[Op, ...] = ()
+    builder: BuilderRule | None = None  # its builder method (name, signature; generated or hand-written)
     doc: str = ""
 
     @property
@@ -198,7 +201,7 @@ def _unary(op: Op, k: int, b: int, field: FieldRule, cuda: str, pairs: tuple[Op,
     return OpSpec(op, Kind.UNARY, {K: k, B: b}, 1, shape_same, evaluate=unary_rule(op.value),
                   abstract=abs_unary(op.value), smem_counted=False, field=field, degree=kw.pop("degree", deg_keep),
                   term=op.value, lowering="elementwise", cuda=cuda, mutation_family="unary", mutation_pairs=pairs,
-                  **kw)
+                  builder=BuilderRule(op.value, ("A",)), **kw)
 
 
 def _binary(op: Op, codes: dict[Level, int], cuda: str, degree: DegreeRule = deg_keep, pairs: tuple[Op, ...] = (),
@@ -207,6 +210,7 @@ def _binary(op: Op, codes: dict[Level, int], cuda: str, degree: DegreeRule = deg
     kw.setdefault("field", EXACT)
     kw.setdefault("abstract", abs_binary(op.value))
     kw.setdefault("term", op.value)
+    kw.setdefault("builder", BuilderRule(op.value, ("A", "B")))
     return OpSpec(op, Kind.BINARY, codes, 2, shape_broadcast, evaluate=binary_rule(op.value), degree=degree,
                   lowering="elementwise", cuda=cuda, mutation_family="binary", mutation_pairs=pairs, **kw)
 
@@ -215,16 +219,19 @@ def _accum(op: Op, code: int, arity: int, shape: ShapeRule, accum: AccumRule, ab
            field: FieldRule = EXACT, degree: DegreeRule = deg_keep, **kw: Any) -> OpSpec:
     """A for-loop accumulator (SPEC §3.3): block level only, lowered by the accumulator emitter."""
     return OpSpec(op, Kind.ACCUM, {B: code}, arity, shape, accum=accum, abstract=abstract, field=field,
-                  degree=degree, lowering="accumulate", **kw)
+                  degree=degree, lowering="accumulate", builder=BuilderRule("forloop_accum", generated=False), **kw)
 
 
 _ROWS: list[OpSpec] = [
     OpSpec(Op.INPUT, Kind.IO, {K: 1001, B: 2001}, 0, shape_io, smem_counted=True, field=EXACT, degree=deg_keep,
-           lowering="load", doc="kernel: a program input; block: a loader (imap, forloop_dim)"),
+           lowering="load", builder=BuilderRule("new_input", generated=False),
+           doc="kernel: a program input; block: a loader (imap, forloop_dim)"),
     OpSpec(Op.OUTPUT, Kind.IO, {K: 1002, B: 2002}, 1, shape_io, smem_counted=False, field=EXACT, degree=deg_keep,
-           lowering="save", doc="kernel: a marked output; block: a saver (omap)"),
+           lowering="save", builder=BuilderRule("new_output", generated=False, kernel_name="mark_output"),
+           doc="kernel: a marked output; block: a saver (omap)"),
     OpSpec(Op.MATMUL, Kind.MATMUL, {K: 1003, B: 2003}, 2, shape_matmul, evaluate=binary_rule("matmul"),
-           abstract=abs_matmul, field=EXACT, degree=deg_product, lowering="matmul"),
+           abstract=abs_matmul, field=EXACT, degree=deg_product, lowering="matmul",
+           builder=BuilderRule("matmul", ("A", "B"))),
     _unary(Op.EXP, 1100, 2100, FieldRule("conjecture", "(ω^(x_q) mod p, 0): a homomorphism from (Z_q, +) into "
                                          "(Z_p*, ·); the q-component is lost, so nested exp is meaningless"),
            "expf({x})", pairs=(Op.SILU,)),
@@ -241,11 +248,13 @@ _ROWS: list[OpSpec] = [
     OpSpec(Op.MUL_SCALAR, Kind.UNARY, {K: 1103, B: 2103}, 1, shape_same, evaluate=eval_mul_scalar,
            attrs=("scalar",), smem_counted=False, abstract=abs_scale, field=EXACT, degree=deg_keep, term="scale",
            lowering="elementwise", cuda="{x} * {scalar}",
+           builder=BuilderRule("mul_scalar", ("A",), (("scalar", "scalar"),)),
            doc="abstract: scale(c, x), an opaque function per constant, as clamp is per bound pair"),
     OpSpec(Op.CLAMP, Kind.UNARY, {K: 1151, B: 2151}, 1, shape_same, evaluate=eval_clamp,
            attrs=("min", "max"), smem_counted=False, abstract=abs_clamp,
            field=FieldRule("heuristic", f"clamps to [⌊m/3⌋, ⌊2m/3⌋], ignoring the bounds: {_NO_ORDER}"),
-           degree=deg_keep, term="clamp", lowering="elementwise", cuda="fminf(fmaxf({x}, {min}), {max})"),
+           degree=deg_keep, term="clamp", lowering="elementwise", cuda="fminf(fmaxf({x}, {min}), {max})",
+           builder=BuilderRule("clamp", ("A",), (("min_val", "min"), ("max_val", "max")), check=check_clamp_bounds)),
     _binary(Op.ADD, {K: 1200, B: 2200}, "{a} + {b}", pairs=(Op.MUL,), commutative=True),
     _binary(Op.MUL, {K: 1201, B: 2201}, "{a} * {b}", deg_product, pairs=(Op.ADD, Op.DIV), commutative=True),
     _binary(Op.DIV, {K: 1202, B: 2202}, "{a} / {b}", deg_product, pairs=(Op.MUL,)),
@@ -255,23 +264,28 @@ _ROWS: list[OpSpec] = [
             doc="abstract: add (signs are constants, and constants are invisible)"),
     OpSpec(Op.REDUCTION, Kind.REDUCTION, {K: 1300, B: 2301}, 1, shape_reduction, evaluate=eval_reduction,
            attrs=("dim",), code_adds_dim=True, abstract=abs_reduction, field=EXACT, degree=deg_keep,
-           lowering="reduction", doc="kernel: optional group_size (strided)"),
+           lowering="reduction", builder=BuilderRule("reduction", generated=False),
+           doc="kernel: optional group_size (strided)"),
     OpSpec(Op.REDUCTION_TO_DIMX, Kind.REDUCTION, {B: 2304}, 1, shape_reduction_to_dimx,
            evaluate=eval_reduction_to_dimx, attrs=("dim",), code_adds_dim=True, abstract=abs_reduction_to_dimx,
-           field=EXACT, degree=deg_keep, lowering="reduction"),
+           field=EXACT, degree=deg_keep, lowering="reduction",
+           builder=BuilderRule("reduction_to_dimx", generated=False)),
     OpSpec(Op.REDUCTION_MAX, Kind.REDUCTION, {B: 2307}, 1, shape_reduction_max, attrs=("dim",),
            evaluate=eval_reduction_max, abstract=abs_reduction_max, n_outputs=2, code_adds_dim=True,
            field=FieldRule("heuristic", f"max: {_NO_ORDER}"), degree=deg_keep, lowering="reduction_max",
+           builder=BuilderRule("reduction_max", generated=False),
            doc="running max over dim and loop iterations, and diff = previous max − new max"),
     OpSpec(Op.RMS_NORM, Kind.NORM, {K: 1350, B: 2350}, 1, shape_rms_norm, evaluate=eval_rms_norm,
            abstract=abs_rms_norm, field=FieldRule("heuristic", f"x / rms(x), rms by {_SQRT}"), degree=deg_double,
-           lowering="rms_norm"),
+           lowering="rms_norm", builder=BuilderRule("rms_norm", generated=False)),
     OpSpec(Op.CONCAT, Kind.CONCAT, {B: 2400}, 2, shape_concat, evaluate=eval_concat, attrs=("dim",),
            code_adds_dim=True, abstract=abs_binary("add"), field=EXACT, degree=deg_keep, lowering="concat",
+           builder=BuilderRule("concat", generated=False),
            doc="abstract: add of the parts"),
     OpSpec(Op.CONCAT_THEN_MATMUL, Kind.MATMUL, {B: 2411}, 4, shape_concat_then_matmul,
            evaluate=eval_concat_then_matmul, abstract=abs_concat_then_matmul, field=EXACT,
-           degree=deg_concat_matmul, lowering="matmul"),
+           degree=deg_concat_matmul, lowering="matmul",
+           builder=BuilderRule("concat_then_matmul", ("A0", "A1", "B0", "B1"))),
     _accum(Op.ACCUM_NO_RED, 2500, 1, shape_accum, AccumRule(contrib_identity), abs_accum("sum", per_row=False),
            smem_counted=False),
     _accum(Op.ACCUM_SUM, 2501, 1, shape_accum_red, AccumRule(contrib_row_sum), abs_accum("sum")),
@@ -289,6 +303,7 @@ _ROWS: list[OpSpec] = [
     _accum(Op.ACCUM_MAX, 2507, 1, shape_accum, AccumRule(contrib_identity, combine="max"),
            abs_accum("max", per_row=False), field=FieldRule("heuristic", f"max: {_NO_ORDER}")),
     OpSpec(Op.CUSTOMIZED, Kind.CUSTOMIZED, {K: 1999}, -1, shape_io, field=EXACT, lowering="kernel",
+           builder=BuilderRule("customized", generated=False),
            doc="degree: that of its block graph's savers"),
     # [lab] ops the reference lacks (its codes stop at 1106/2106 for this family): GELU's tanh and exact forms
     _unary(Op.TANH, 1107, 2107, FieldRule("heuristic", f"(e − 1)/(e + 1) with e = ω^(2x_q): 2σ(2x) − 1, by the "
@@ -362,4 +377,6 @@ def missing_aspects(spec: OpSpec) -> list[str]:
     if spec.kind in (Kind.UNARY, Kind.BINARY) and spec.lowering == "elementwise" and not spec.attrs \
             and spec.mutation_family is None:
         missing.append("mutation_family")
+    if spec.builder is None:
+        missing.append("builder")
     return missing

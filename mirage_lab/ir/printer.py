@@ -283,10 +283,9 @@ def _call(b: str, node: Node, args: list[str], kernel: bool) -> str:
             return f"{b}.forloop_accum({args[0]})"
         extra = f", rescale={args[1]}" if len(args) > 1 else ""
         return f'{b}.forloop_accum({args[0]}, "{ACCUM_KEY[op]}"{extra})'
-    if op is Op.MUL_SCALAR:
-        return f"{b}.mul_scalar({args[0]}, {a['scalar']!r})"
-    if op is Op.CLAMP:
-        return f"{b}.clamp({args[0]}, {a['min']!r}, {a['max']!r})"
+    rule = op.spec.builder
+    if rule is not None and rule.generated:  # the row's method: its tensors, then its scalars in order
+        return f"{b}.{rule.name}({', '.join([*args, *(repr(a[attr]) for _, attr in rule.scalars)])})"
     if op is Op.RMS_NORM and kernel:
         return f"{b}.rms_norm({args[0]}, normalized_shape={_py(a['normalized_shape'])})"
     if op is Op.REDUCTION and kernel and a.get("group_size", 1) != 1:

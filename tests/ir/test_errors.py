@@ -602,19 +602,19 @@ def _(tmp: Path) -> Any:
     return g.mul_scalar(x, "2")
 
 
-@case("clamp-nan-min", ShapeError, "clamp min_value", "must be finite", "nan")
+@case("clamp-nan-min", ShapeError, "clamp min_val", "must be finite", "nan")
 def _(tmp: Path) -> Any:
     g, (x,) = kernel((4, 4))
     return g.clamp(x, float("nan"), 1.0)
 
 
-@case("clamp-inf-max", ShapeError, "clamp max_value", "must be finite", "inf")
+@case("clamp-inf-max", ShapeError, "clamp max_val", "must be finite", "inf")
 def _(tmp: Path) -> Any:
     g, (x,) = kernel((4, 4))
     return g.clamp(x, 0.0, float("inf"))
 
 
-@case("block-clamp-min-greater-than-max", ShapeError, "clamp", "min_value 2.0 is greater than max_value 1.0",
+@case("block-clamp-min-greater-than-max", ShapeError, "clamp", "min_val 2.0 is greater than max_val 1.0",
       "swap")
 def _(tmp: Path) -> Any:
     _, (x,) = kernel((4, 4))

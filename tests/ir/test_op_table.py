@@ -71,7 +71,7 @@ def test_every_accumulator_kind_has_a_user_name() -> None:
 
 # ---- one declaration per op (issue 20): every aspect declared, every side table derived from it
 
-ASPECTS = ("field", "degree", "abstract", "evaluate", "accum", "lowering", "cuda", "mutation_family")
+ASPECTS = ("field", "degree", "abstract", "evaluate", "accum", "lowering", "cuda", "mutation_family", "builder")
 
 
 @pytest.mark.parametrize("op", list(Op), ids=lambda o: o.value)
@@ -138,3 +138,37 @@ def test_an_ops_term_is_the_head_its_abstract_rule_builds(op: Op) -> None:
     attrs = {"min": 0.0, "max": 1.0, "scalar": 0.5}
     out = spec.abstract(ALGEBRA, EvalArgs(attrs, dims), *(var(i) for i in range(spec.arity)))
     assert out.head == spec.term
+
+
+@pytest.mark.parametrize("op", list(Op), ids=lambda o: o.value)
+def test_every_ops_builder_method_exists_under_its_declared_name(op: Op) -> None:
+    """Each level's builder has the row's method; a generated one takes the row's tensors, then its scalars."""
+    import inspect
+
+    import mirage_lab as ml
+
+    rule = OPS[op].builder
+    assert rule is not None
+    builders = {Level.KERNEL: ml.new_kernel_graph(), Level.BLOCK: ml.new_threadblock_graph((1, 1, 1), forloop_range=1)}
+    for level in OPS[op].codes:
+        method = getattr(builders[level], rule.method_name(level))
+        if rule.generated:
+            params = list(inspect.signature(method).parameters)
+            assert params == [*rule.tensors, *(p for p, _ in rule.scalars)], (op, params)
+
+
+def test_generated_methods_take_the_references_names() -> None:
+    import inspect
+
+    import mirage_lab as ml
+
+    g = ml.new_kernel_graph()
+    assert list(inspect.signature(g.clamp).parameters) == ["A", "min_val", "max_val"]
+    assert list(inspect.signature(g.add).parameters) == ["A", "B"]
+    tb = ml.new_threadblock_graph((1, 1, 1), forloop_range=1)
+    assert list(inspect.signature(tb.mul_scalar).parameters) == ["A", "scalar"]
+    assert not hasattr(g, "sub") and hasattr(tb, "sub")  # block level only, as its row says
+    x = g.new_input(dims=(4, 4), dtype=ml.float16)
+    assert g.clamp(A=x, min_val=0, max_val=6).dims == (4, 4)
+    with pytest.raises(ml.MirageError, match="min_vall.*did you mean 'min_val'"):
+        g.clamp(x, min_vall=0, max_val=6)
