@@ -170,5 +170,5 @@ def test_generated_methods_take_the_references_names() -> None:
     assert not hasattr(g, "sub") and hasattr(tb, "sub")  # block level only, as its row says
     x = g.new_input(dims=(4, 4), dtype=ml.float16)
     assert g.clamp(A=x, min_val=0, max_val=6).dims == (4, 4)
-    with pytest.raises(ml.MirageError, match="min_vall.*did you mean 'min_val'"):
+    with pytest.raises(ml.MirageError, match=r"min_vall.*did you mean 'min_val'"):
         g.clamp(x, min_vall=0, max_val=6)
