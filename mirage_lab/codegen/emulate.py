@@ -61,7 +61,6 @@ from mirage_lab.semantics.interpret import check_inputs
 Schedule = Literal["forward", "reverse", "threads"]
 SCHEDULES: dict[str, int] = {"forward": 0, "reverse": 1, "threads": 2}
 GXX_FLAGS = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-fno-strict-aliasing")  # CUDA code type-puns
-
 #: the generator's one shared-memory declaration; rewritten to the per-block buffer of the shim
 SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(\d+\)\s+char\s+smem\[\];")
 KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+(?:, \d+)?\))? (\w+)\(')
@@ -105,7 +104,7 @@ static inline __half __float2half(float f) { return (__half)f; }
 static inline float2 __half22float2(__half2 h) { return {__half2float(h.x), __half2float(h.y)}; }
 
 // bf16 in software (GCC 12 has no __bf16 arithmetic): the top half of an fp32. Widening is exact; narrowing
-// rounds to nearest even, and a NaN stays a NaN, as __float2bfloat16 does (numpy's side: codegen/bf16.py).
+// rounds to nearest even, and a NaN stays a NaN, as __float2bfloat16 does (numpy's side: codegen/storage.py).
 struct __nv_bfloat16 { uint16_t bits; };
 static inline float __bfloat162float(__nv_bfloat16 h) {
   uint32_t u = uint32_t(h.bits) << 16; float f; std::memcpy(&f, &u, 4); return f;

@@ -184,7 +184,7 @@ def _check_op(op: Op, ins: list[Any], kernel: bool, where: str) -> None:
 def _replay_for(op: Op, kernel: bool) -> Replay:
     rule = op.spec.builder
     if rule is not None and rule.generated:  # the row's method: its tensors, then its scalars in order
-        return _method(rule.name, *(attr for _, attr in rule.scalars))
+        return _method(rule.name, *rule.attributes)
     if op.spec.kind is Kind.ACCUM:
         key = ACCUM_KEY[op]
         return lambda b, ins, attrs: [b.forloop_accum(ins[0], key, *ins[1:])]

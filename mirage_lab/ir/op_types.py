@@ -128,5 +128,10 @@ class BuilderRule:
     kernel_name: str | None = None
     check: Callable[[dict[str, float]], None] | None = None
 
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """The attributes the scalars set, in parameter order (how JSON replay and ``to_python`` call the method)."""
+        return tuple(attr for _, attr in self.scalars)
+
     def method_name(self, level: Level) -> str:
         return self.kernel_name if level is Level.KERNEL and self.kernel_name else self.name

@@ -285,7 +285,7 @@ def _call(b: str, node: Node, args: list[str], kernel: bool) -> str:
         return f'{b}.forloop_accum({args[0]}, "{ACCUM_KEY[op]}"{extra})'
     rule = op.spec.builder
     if rule is not None and rule.generated:  # the row's method: its tensors, then its scalars in order
-        return f"{b}.{rule.name}({', '.join([*args, *(repr(a[attr]) for _, attr in rule.scalars)])})"
+        return f"{b}.{rule.name}({', '.join([*args, *(repr(a[attr]) for attr in rule.attributes)])})"
     if op is Op.RMS_NORM and kernel:
         return f"{b}.rms_norm({args[0]}, normalized_shape={_py(a['normalized_shape'])})"
     if op is Op.REDUCTION and kernel and a.get("group_size", 1) != 1:
