@@ -5,12 +5,45 @@
     X = g.new_input(dims=(16, 4096), dtype=ml.float16)
     ...
     ml.interpret(g, [x])
+
+Mirage's own Python API works unchanged (``import mirage_lab as mi``): ``g.superoptimize(config="mlp")``
+returns the best μGraph, callable with ``inputs=[...]`` (``mirage_lab.compat``, docs/compat.md).
 """
 
 from mirage_lab import absexpr, bench, search
 from mirage_lab.codegen import compile, generate_cuda
+from mirage_lab.compat import (
+    MPK,
+    CompatNotice,
+    InputNotFoundError,
+    KNGraph,
+    MirageModelConfig,
+    MPKMetadata,
+    PersistentKernel,
+    TBGraph,
+    bypass_compile_errors,
+    convert_dtype_to_torch_type,
+    convert_torch_type_to_dtype,
+    float8,
+    float8_e4m3,
+    generate_cuda_program,
+    get_shared_memory_capacity,
+    global_config,
+    graph_dataset,
+    int8,
+    int16,
+    int32,
+    int64,
+    new_kernel_graph,
+    set_gpu_device_id,
+    spec_decode_class,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from mirage_lab.errors import MirageError
-from mirage_lab.ir.builder import new_kernel_graph, new_threadblock_graph
+from mirage_lab.ir.builder import new_threadblock_graph
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.dtype import DType, bfloat16, float16, float32, float64
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
@@ -44,3 +77,9 @@ __all__ = [
     "superoptimize",
     "verify",
 ]
+# the reference's names, for scripts that `import mirage_lab as mi` (docs/compat.md)
+__all__ += ["MPK", "CompatNotice", "InputNotFoundError", "KNGraph", "MPKMetadata", "MirageModelConfig",
+            "PersistentKernel", "TBGraph", "bypass_compile_errors", "convert_dtype_to_torch_type",
+            "convert_torch_type_to_dtype", "float8", "float8_e4m3", "generate_cuda_program",
+            "get_shared_memory_capacity", "global_config", "graph_dataset", "int8", "int16", "int32", "int64",
+            "set_gpu_device_id", "spec_decode_class", "uint8", "uint16", "uint32", "uint64"]

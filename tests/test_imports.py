@@ -27,7 +27,8 @@ LAYERS = (
     ("bench",),
     ("verify",),
     ("search",),
-    ("cli", "widgets", "api"),  # api: mirage_lab/__init__.py, the package's face (``import mirage_lab as ml``)
+    # compat: the reference's Python API; api: mirage_lab/__init__.py, the package's face (``import mirage_lab as ml``)
+    ("cli", "widgets", "compat", "api"),
 )
 
 

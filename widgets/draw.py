@@ -9,6 +9,7 @@ only reads the graph; rendering DOT to SVG lives in ``widgets.svg``.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 from mirage_lab.ir import (
@@ -204,5 +205,39 @@ def thread_dot(bg: BlockGraph, tg: ThreadGraph, index: int = 0) -> str:
         prev = f"b{j}"
     lines.append(_node("t_out", [where], COLOURS["saver"], "ellipse"))
     lines.append(_edge(prev, "t_out", type_text(bg.tensors[bg.nodes[nodes[-1]].outputs[0]])))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- every level at once
+
+_BLOCK_IDS = re.compile(r"(?<![\w\"])b(\d+)(?= \[id=| ->|;|$)|(?<=-> )b(\d+)")
+
+
+def _nested_block(bg: BlockGraph, k: int, inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
+    """``block_dot``'s body as the cluster ``cluster_k<k>``, its ids prefixed ``k<k>`` so clusters never clash."""
+    body = block_dot(bg, inputs=inputs, outputs=outputs).splitlines()[1:-1]
+    title = body[0].split("label=", 1)[1].rsplit(" labelloc", 1)[0]
+    out = [f"  subgraph cluster_k{k} {{ label={title} style=rounded color=\"#2563eb\";"]
+    for line in body[3:]:  # after graph/node/edge defaults
+        line = _BLOCK_IDS.sub(lambda m: f"k{k}b{m.group(1) or m.group(2)}", line)
+        line = line.replace('id="b', f'id="k{k}b').replace("cluster_tg", f"cluster_k{k}tg").replace(
+            'id="tg', f'id="k{k}tg')
+        out.append("  " + line)
+    out.append("  }")
+    return out
+
+
+def mugraph_dot(g: KernelGraph, title: str = "") -> str:
+    """The whole μGraph in one drawing: the kernel graph, and each custom kernel's block graph as a cluster
+    joined to its kernel by a dashed edge (what ``KNGraph.visualize`` renders)."""
+    lines = kernel_dot(g, title).splitlines()[:-1]
+    lines.insert(1, "  compound=true;")
+    for k, node in enumerate(g.nodes):
+        if node.body is None:
+            continue
+        lines += _nested_block(node.body, k, [f"d{t}" for t in node.inputs], [f"d{t}" for t in node.outputs])
+        first = f"k{k}b0"
+        lines.append(f'  n{k} -> {first} [style=dashed arrowhead=none lhead=cluster_k{k} color="#2563eb"];')
     lines.append("}")
     return "\n".join(lines)

@@ -128,9 +128,13 @@ class KernelGraphBuilder(_GraphBuilder):
         super().__init__()
         self._outputs: list[int] = []
 
-    def new_input(self, dims: Sequence[int], dtype: Any = DType.FLOAT16,
-                  strides: Sequence[int] | None = None) -> DTensor:
+    def new_input(self, dims: Sequence[int], strides: Sequence[int] | None = None,
+                  dtype: Any = DType.FLOAT16) -> DTensor:
+        """A program input; the argument order is the reference's (``dims, strides, dtype``)."""
         shape = check_dims(dims, "new_input dims")
+        if strides is not None and _dtype_like(strides):
+            raise ShapeError(f"new_input: the second argument is strides (as in Mirage), got the dtype {strides!r}; "
+                             f"write new_input({shape}, dtype={strides!r})")
         dt = DType.parse(dtype)
         st = contiguous_strides(shape) if strides is None else check_dims(strides, "new_input strides",
                                                                           allow_zero=True, maximum=2**63 - 1)
@@ -140,16 +144,16 @@ class KernelGraphBuilder(_GraphBuilder):
         self._nodes.append(Node(Op.INPUT, (), (tid,), make_attrs({"strides": st})))
         return DTensor(self, tid)
 
-    def reduction(self, x: DTensor, dim: int, group_size: int = 1) -> DTensor:
+    def reduction(self, A: DTensor, dim: int, group_size: int = 1) -> DTensor:
         """Strided sum over ``dim`` down to ``group_size`` entries (SPEC §2)."""
-        return self._one(Op.REDUCTION, x, dim=self._dim(x, dim),
+        return self._one(Op.REDUCTION, A, dim=self._dim(A, dim),
                          group_size=check_int(group_size, "group_size"))
 
-    def rms_norm(self, x: DTensor, normalized_shape: Sequence[int] | None = None) -> DTensor:
-        """``x / sqrt(mean(x²))`` over the trailing ``normalized_shape`` dims (no learnable weight)."""
-        dims = self._tensors[self._resolve(x, "rms_norm input 0")].dims
+    def rms_norm(self, A: DTensor, normalized_shape: Sequence[int] | None = None) -> DTensor:
+        """``A / sqrt(mean(A²))`` over the trailing ``normalized_shape`` dims (no learnable weight)."""
+        dims = self._tensors[self._resolve(A, "rms_norm input 0")].dims
         norm = dims[-1:] if normalized_shape is None else check_dims(normalized_shape, "normalized_shape")
-        return self._one(Op.RMS_NORM, x, normalized_shape=norm)
+        return self._one(Op.RMS_NORM, A, normalized_shape=norm)
 
     def customized(self, inputs: Sequence[DTensor], bgraph: BlockGraphBuilder | BlockGraph) -> list[DTensor]:
         """A graph-defined kernel: run ``bgraph`` over ``inputs``; one output per saver, in saver order."""
@@ -174,8 +178,17 @@ class KernelGraphBuilder(_GraphBuilder):
         self._nodes.append(Node(Op.CUSTOMIZED, tuple(ids), out_ids, (), bg))
         return [DTensor(self, i) for i in out_ids]
 
-    def mark_output(self, t: DTensor) -> None:
+    def mark_output(self, t: DTensor, strides: Sequence[int] | None = None) -> None:
+        """Make ``t`` a program output. ``strides`` (the reference's output layout) must be row-major: the
+        interpreter, the search and the generated kernels write outputs contiguously."""
         tid = self._resolve(t, "mark_output")
+        if strides is not None:
+            dims = self._tensors[tid].dims
+            if check_dims(strides, "mark_output strides", allow_zero=True, maximum=2**63 - 1) != \
+                    contiguous_strides(dims):
+                raise UnsupportedOpError(f"mark_output: strides {tuple(strides)} for d{tid} {dims} are not row-major "
+                                         f"{contiguous_strides(dims)}; mirage-lab writes outputs contiguously, so "
+                                         "leave strides out and transpose the result afterwards")
         if tid in self._outputs:
             raise GraphError(f"mark_output: d{tid} is already an output")
         self._outputs.append(tid)
@@ -251,9 +264,18 @@ class BlockGraphBuilder(_GraphBuilder):
         return phases.pop() if phases else False
 
     # -- loaders and savers ---------------------------------------------------
+    @property
+    def grid_dim(self) -> Grid:
+        """The grid (the reference's name)."""
+        return self.grid
+
     def new_input(self, dtensor: DTensor | TensorType, input_map: Sequence[int] = (PHI, PHI, PHI),
-                  forloop_dim: int = PHI) -> STensor:
-        """A loader: tile ``dtensor`` over the grid (``input_map``) and the for-loop (``forloop_dim``)."""
+                  forloop_dim: int = PHI, store_in_dmem: bool = False) -> STensor:
+        """A loader: tile ``dtensor`` over the grid (``input_map``) and the for-loop (``forloop_dim``).
+        ``store_in_dmem`` (the reference's device-memory staging) is not modelled: only False is accepted."""
+        if store_in_dmem is not False:
+            raise UnsupportedOpError("new_input: store_in_dmem=True (staging a tile in device memory) is not "
+                                     "supported; loaders stage tiles in shared memory, so leave it out")
         if self._nodes and self._nodes[-1].op is not Op.INPUT:
             raise GraphError("new_input: add every input loader before the first compute op "
                              "(loaders come first, in the order of the customized op's inputs)")
@@ -329,32 +351,40 @@ class BlockGraphBuilder(_GraphBuilder):
         self._savers.append(Node(Op.OUTPUT, (tid,), (), make_attrs({"omap": omap})))
 
     # -- block-only ops --------------------------------------------------------
-    def reduction(self, x: STensor, dim: int) -> STensor:
-        return self._one(Op.REDUCTION, x, dim=self._dim(x, dim))
+    def reduction(self, A: STensor, dim: int) -> STensor:
+        return self._one(Op.REDUCTION, A, dim=self._dim(A, dim))
 
-    def reduction_to_dimx(self, x: STensor, dim: int) -> STensor:
-        return self._one(Op.REDUCTION_TO_DIMX, x, dim=self._dim(x, dim))
+    def reduction_to_dimx(self, A: STensor, dim: int) -> STensor:
+        return self._one(Op.REDUCTION_TO_DIMX, A, dim=self._dim(A, dim))
 
-    def reduction_max(self, x: STensor, dim: int) -> list[STensor]:
-        return self._apply(Op.REDUCTION_MAX, [x], dim=self._dim(x, dim))
+    def reduction_max(self, A: STensor, dim: int) -> list[STensor]:
+        return self._apply(Op.REDUCTION_MAX, [A], dim=self._dim(A, dim))
 
-    def rms_norm(self, x: STensor) -> STensor:
-        return self._one(Op.RMS_NORM, x)
+    def rms_norm(self, A: STensor) -> STensor:
+        return self._one(Op.RMS_NORM, A)
 
-    def concat(self, a: STensor, b: STensor, dim: int) -> STensor:
-        return self._one(Op.CONCAT, a, b, dim=self._dim(a, dim))
+    def concat(self, A: STensor, B: STensor, dim: int) -> STensor:
+        return self._one(Op.CONCAT, A, B, dim=self._dim(A, dim))
 
-    def forloop_accum(self, x: STensor, acc: str | None = None, rescale: STensor | None = None) -> STensor:
-        """Combine ``x`` over the for-loop: acc ∈ None|"sum"|"mean"|"rms"|"sum_todimx"|"max"|… (SPEC §3.3)."""
+    def forloop_accum(self, A: STensor, acc: str | None = None, rescale: STensor | None = None) -> STensor:
+        """Combine ``A`` over the for-loop: acc ∈ None|"sum"|"mean"|"rms"|"sum_todimx"|"max"|… (SPEC §3.3)."""
         if not (acc is None or isinstance(acc, str)) or acc not in ACCUM_NAMES:
             names = ", ".join(repr(k) for k in ACCUM_NAMES)
             raise UnsupportedOpError(f"forloop_accum: unknown accumulator {acc!r}; use one of {names}")
         op = ACCUM_NAMES[acc]
-        inputs = [x] if rescale is None else [x, rescale]
+        inputs = [A] if rescale is None else [A, rescale]
         if len(inputs) != op.spec.arity:
             need = "needs a rescale= tensor" if op.spec.arity == 2 else "takes no rescale= tensor"
             raise GraphError(f"forloop_accum: accumulator {acc!r} {need}")
         return self._one(op, *inputs)
+
+    def forloop_accum_rescale(self, A: STensor, B: STensor, acc: str | None = None) -> STensor:
+        """The reference's spelling of ``forloop_accum(A, acc, rescale=B)`` (online softmax)."""
+        return self.forloop_accum(A, _rescaled(acc), rescale=B)
+
+    def forloop_accum_max(self, A: STensor) -> STensor:
+        """The reference's spelling of ``forloop_accum(A, "max")``."""
+        return self.forloop_accum(A, "max")
 
     # -- freezing ----------------------------------------------------------------
     def freeze(self) -> BlockGraph:
@@ -387,6 +417,21 @@ class BlockGraphBuilder(_GraphBuilder):
 install(_GraphBuilder, frozenset({Level.KERNEL, Level.BLOCK}))
 install(KernelGraphBuilder, frozenset({Level.KERNEL}))
 install(BlockGraphBuilder, frozenset({Level.BLOCK}))
+
+
+def _dtype_like(v: Any) -> bool:
+    return isinstance(v, DType | str) or type(v).__name__ == "dtype" or hasattr(v, "itemsize")
+
+
+#: the reference's ``forloop_accum_rescale`` accumulators: acc=None and acc="sum"
+RESCALED = {None: "nored_rescale", "sum": "sum_rescale"}
+
+
+def _rescaled(acc: str | None) -> str:
+    if acc not in RESCALED:
+        raise UnsupportedOpError(f"forloop_accum_rescale: acc={acc!r} has no rescaling form; use acc=None or "
+                                 "acc='sum' (as in Mirage)")
+    return RESCALED[acc]
 
 
 @checked

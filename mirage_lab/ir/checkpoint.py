@@ -241,7 +241,7 @@ class _Loader:
                 (out,) = self.records(rec, "output_tensors", where, False, 1)
                 strides = self.strides(rec, "input_strides", out.dims, where, required=False)
                 self.no_device_map(rec, "input_map", where)
-                h = _builder_call(where, g.new_input, out.dims, out.dtype, strides)
+                h = _builder_call(where, g.new_input, out.dims, strides, out.dtype)
                 self.define(env, [out], [h], where)
             elif op is Op.OUTPUT:
                 stage = 2

@@ -45,6 +45,11 @@ class DType(enum.Enum):
                     return dt
             if key in _ALIASES:
                 return cls(_ALIASES[key])
+            if key in REFERENCE_ONLY:
+                raise UnsupportedOpError(
+                    f"{key} tensors are not supported: mirage-lab's interpreter, search and code generator work "
+                    "in float16, bfloat16, float32 and float64; declare the input with one of those (e.g. "
+                    "dtype=ml.float16)")
         raise UnsupportedOpError(
             f"unknown dtype {value!r}; use one of {', '.join(repr(d) for d in cls)} (e.g. ml.float16)"
         )
@@ -68,6 +73,10 @@ _SHORT = {
 }
 _ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
             "float": "float32", "fp64": "float64", "double": "float64"}
+
+#: dtypes the reference Mirage names (``mi.int32``, ``mi.float8``, …) that mirage-lab does not compute in
+REFERENCE_ONLY = ("int16", "int32", "int64", "uint8", "uint32", "uint64", "fp8", "float8", "fp8_e4m3",
+                  "float8_e4m3")
 
 float16 = DType.FLOAT16
 bfloat16 = DType.BFLOAT16

@@ -262,7 +262,7 @@ def graph_from_dict(d: Any) -> KernelGraph:
         op, ins, attrs = _read_node(env, nd, where, kernel=True)
         if op is Op.INPUT:
             dims, dtype = _input_type(d, nd, where)
-            outs = [b.new_input(dims, dtype, attrs.get("strides"))]
+            outs = [b.new_input(dims, attrs.get("strides"), dtype)]
         elif op is Op.CUSTOMIZED:
             outs = b.customized(ins, block_graph_from_dict(_field(nd, "body", dict, where)))
         else:

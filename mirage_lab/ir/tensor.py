@@ -78,6 +78,11 @@ class _Handle:
         return self.dims[i]
 
     @property
+    def guid(self) -> int:
+        """The tensor's number in its graph (the reference's name)."""
+        return self.id
+
+    @property
     def name(self) -> str:
         return f"{self.prefix}{self.id}"
 

@@ -226,7 +226,9 @@ def imap_candidates(input_dims: Sequence[Dims], grid: Triple, config: SearchConf
     (−1,1,−1), plus (−1,−1,−1), (1,−1,−1), (0,−1,−1) unless ``attention`` — keeping per input the entries
     whose dims exist, that are φ on every axis with g = 1 and divide the mapped dims, and dropping
     combinations in which every input replicates along one axis with g > 1.
-    ``config.imaps`` (when not None or empty) replaces the product: each combination needs one valid imap
+    ``config.imap_set`` (the reference's ``imaps=``, when set) replaces the imap set, each input picking any
+    member (the reference's ``imap_to_explore``); ``config.imaps`` (when not None or empty) replaces the
+    product: each combination needs one valid imap
     per input (rank, divisibility, distinct dims); entries on g = 1 axes are normalised to −1, then
     duplicates are dropped.
     """
@@ -245,12 +247,18 @@ def imap_candidates(input_dims: Sequence[Dims], grid: Triple, config: SearchConf
                 out.append(normal)
         out = _dedupe(out)
     else:
-        base = IMAPS_BASE if config.attention else IMAPS_BASE + IMAPS_NON_ATTENTION
+        base = _imap_set(config)
         if config.normalise_imaps:  # an entry on an axis with one block means φ (SPEC §3.2): keep it as φ
             base = tuple(_dedupe(_normalise_imap(m, g) for m in base))
         per_input = [[m for m in base if _imap_entry_ok(d, m, g)] for d in dims]
         out = [c for c in itertools.product(*per_input) if not _replicates_everywhere(c, g)]
     return _maybe_shuffle(out, config, "imaps", dims, g)
+
+
+def _imap_set(config: SearchConfig) -> tuple[Triple, ...]:
+    if config.imap_set:
+        return tuple(m for m in config.imap_set if _is_triple(m))
+    return IMAPS_BASE if config.attention else IMAPS_BASE + IMAPS_NON_ATTENTION
 
 
 # --------------------------------------------------------------------------- fmaps and forloop ranges
@@ -260,8 +268,8 @@ def _fmap_ok(dims: Dims, f: int) -> bool:
 
 def fmap_candidates(input_dims: Sequence[Dims], config: SearchConfig) -> list[tuple[int, ...]]:
     """One forloop dim per input (SPEC §7.3): the product over inputs of (−1, 0, 1, 2), keeping −1 and the dims
-    that exist with size > 1. ``config.fmaps`` (when not None or empty) replaces the product, filtered the
-    same way."""
+    that exist with size > 1; ``config.fmap_set`` (the reference's ``fmaps=``) replaces (−1, 0, 1, 2).
+    ``config.fmaps`` (when not None or empty) replaces the product, filtered the same way."""
     dims = _norm_dims(input_dims)
     out: list[tuple[int, ...]]
     if config.fmaps:
@@ -269,7 +277,8 @@ def fmap_candidates(input_dims: Sequence[Dims], config: SearchConfig) -> list[tu
                       if len(c) == len(dims) and all(isinstance(f, int) and _fmap_ok(d, f)
                                                      for d, f in zip(dims, c, strict=True)))
     else:
-        out = list(itertools.product(*[[f for f in FMAPS if _fmap_ok(d, f)] for d in dims]))
+        fmap_set = config.fmap_set or FMAPS
+        out = list(itertools.product(*[[f for f in fmap_set if _fmap_ok(d, f)] for d in dims]))
     return _maybe_shuffle(out, config, "fmaps", dims)
 
 

@@ -74,6 +74,9 @@ class SearchConfig:
     imaps: tuple[tuple[Triple, ...], ...] | None = None  # user combinations, one imap per input
     omaps: tuple[Triple, ...] = ()
     fmaps: tuple[tuple[int, ...], ...] | None = None  # user combinations, one fmap per input
+    # the reference's per-input sets (its Python API's imaps= and fmaps=): each input picks any member
+    imap_set: tuple[Triple, ...] | None = None  # replaces the preset's imap set in the generated product
+    fmap_set: tuple[int, ...] | None = None  # replaces (-1, 0, 1, 2) in the generated product
     attention: bool = False  # REDTOX, 2-D grids, the attention imap set
     lora: bool = False  # concat_then_matmul, 4-input customized ops
     normalise_imaps: bool = False  # generated imap entries on axes with one block become φ instead of dropped
@@ -165,7 +168,7 @@ class SearchConfig:
 
 
 #: fields added after run folders were first written, left out of ``to_dict`` (and the hash) while at their default
-LATER = ("disabled_checks",)
+LATER = ("disabled_checks", "imap_set", "fmap_set")
 
 
 def _plain(v: Any) -> Any:
@@ -206,6 +209,7 @@ def _rules() -> dict[str, Rule]:
         "grid_divisors": Many(pos), "attention_grids_yz": Many(Many(pos, 2)),
         "imaps": Optional(Many(Many(Many(axis, 3), nonempty=True))), "omaps": Many(Many(axis, 3)),
         "fmaps": Optional(Many(Many(axis, nonempty=True))),
+        "imap_set": Optional(Many(Many(axis, 3), nonempty=True)), "fmap_set": Optional(Many(axis, nonempty=True)),
         "customized_inputs": Choice(CUSTOMIZED_INPUTS), "order": Choice(ORDERS), "oracle_engine": Choice(ENGINES),
         "time_limit_s": Optional(Real(positive=True)), "state_limit": Optional(pos), "result_limit": Optional(pos),
     }

@@ -223,6 +223,7 @@ class SearchReport:
                                                                 "verification": 0.0, "wall": 0.0})
     first_verified_s: float | None = None
     cached: bool = False
+    time_cap_s: float | None = None  # the MIRAGE_LAB_TIME_LIMIT cap, when it lowered the search's time limit
 
     def add_summary(self, summary: dict[str, Any]) -> None:
         """Add one walk's counts (``EventLog.summary``)."""
@@ -240,7 +241,8 @@ class SearchReport:
         return {"states": self.states, "pruned": dict(self.pruned), "oracle_rules": dict(self.oracle_rules),
                 "candidates": dict(self.candidates), "verified": self.verified, "tasks_done": self.tasks_done,
                 "tasks_total": self.tasks_total, "stop_reason": self.stop_reason, "seconds": self.seconds,
-                "first_verified_s": self.first_verified_s, "cached": self.cached}
+                "first_verified_s": self.first_verified_s, "cached": self.cached,
+                **({} if self.time_cap_s is None else {"time_cap_s": self.time_cap_s})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SearchReport:
@@ -250,6 +252,7 @@ class SearchReport:
         r.candidates = Counter(d["candidates"])
         r.tasks_done, r.tasks_total, r.stop_reason = d["tasks_done"], d["tasks_total"], d["stop_reason"]
         r.seconds, r.first_verified_s = dict(d["seconds"]), d.get("first_verified_s")
+        r.time_cap_s = d.get("time_cap_s")
         return r
 
     def to_frame(self) -> pd.DataFrame:
@@ -267,7 +270,11 @@ class SearchReport:
                 f"{sum(self.candidates.values())} complete graphs checked; pruned: {pruned or 'none'}; "
                 f"{s['wall']:.1f} s wall (enumeration {s['enumeration']:.1f}, oracle {s['oracle']:.1f}, "
                 f"verification {s['verification']:.1f}); tasks {self.tasks_done}/{self.tasks_total}"
-                f"{', from the cache' if self.cached else ''})")
+                f"{', from the cache' if self.cached else ''}{self.cap_note()})")
+
+    def cap_note(self) -> str:
+        """How MIRAGE_LAB_TIME_LIMIT capped this search ("" when it did not)."""
+        return "" if self.time_cap_s is None else f"; capped at {self.time_cap_s:g} s by MIRAGE_LAB_TIME_LIMIT"
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(repr(self))}</pre>{self.to_frame().to_html(index=False)}"

@@ -26,7 +26,7 @@ def replay(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], 
     last decisions left one open.
     """
     g = KernelGraphBuilder()
-    handles: list[Any] = [g.new_input(t.dims, t.dtype) for t in program.input_types]
+    handles: list[Any] = [g.new_input(t.dims, dtype=t.dtype) for t in program.input_types]
     tb: BlockGraphBuilder | None = None
     block: list[Any] = []
     custom_inputs: list[Any] = []

@@ -71,8 +71,9 @@ from mirage_lab.search.task import (
 )
 from mirage_lab.semantics.footprint import small_pages
 
-__all__ = ["SLICE_STATES", "SearchResult", "SerialExecutor", "fused_first", "make_executor", "run_folder_path",
-           "run_task", "superoptimize"]
+__all__ = ["SLICE_STATES", "TIME_LIMIT_ENV", "SearchResult",
+           "SerialExecutor", "fused_first", "make_executor", "run_folder_path",
+           "run_task", "superoptimize", "time_capped"]
 
 # --------------------------------------------------------------------------- the driver
 
@@ -93,11 +94,35 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     if not isinstance(cfg, SearchConfig):
         raise InputError(f"config must be a SearchConfig or a preset name, got {type(config).__name__}")
     cfg = cfg.replace(**overrides) if overrides else cfg
+    cfg, cap = time_capped(cfg)
     check_executor(executor)
     if not isinstance(run_dir, str | os.PathLike | bool | None):
         raise InputError(f"run_dir must be a folder path, or False to keep nothing, got {type(run_dir).__name__}")
     with small_pages():  # (the frontier's and the serial executor's arrays)
-        return _Search(prog, cfg, executor, run_dir, progress).run()
+        result = _Search(prog, cfg, executor, run_dir, progress).run()
+    result.report.time_cap_s = cap
+    return result
+
+
+#: an environment variable that caps every search's time limit, whatever the script asks (seconds)
+TIME_LIMIT_ENV = "MIRAGE_LAB_TIME_LIMIT"
+
+
+def time_capped(config: SearchConfig) -> tuple[SearchConfig, float | None]:
+    """``config`` with its time limit lowered to ``$MIRAGE_LAB_TIME_LIMIT``, and the cap when it applied."""
+    raw = os.environ.get(TIME_LIMIT_ENV, "").strip()
+    if not raw:
+        return config, None
+    try:
+        cap = float(raw)
+    except ValueError:
+        cap = math.nan
+    if not (math.isfinite(cap) and cap > 0):
+        raise InputError(f"{TIME_LIMIT_ENV}={raw!r} is not a positive number of seconds; set it to e.g. 60, "
+                         "or unset it to let each search choose")
+    if config.time_limit_s is not None and config.time_limit_s <= cap:
+        return config, None
+    return config.replace(time_limit_s=cap), cap
 
 
 @checked

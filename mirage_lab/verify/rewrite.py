@@ -79,7 +79,7 @@ def build(d: GraphDict) -> KernelGraph:
         attrs = nd.get("attrs", {})
         if op is Op.INPUT:
             t = d["tensors"][nd["outputs"][0]]
-            outs = [b.new_input(t["dims"], t["dtype"], attrs.get("strides"))]
+            outs = [b.new_input(t["dims"], attrs.get("strides"), t["dtype"])]
         elif op is Op.CUSTOMIZED:
             body = {k: v for k, v in nd["body"].items() if k != "tensors"}
             outs = b.customized(ins, block_graph_from_dict(body))

@@ -237,7 +237,7 @@ def test_alias_table_covers_both_eras() -> None:
 def _small_graph(dtype: ml.DType = ml.float16) -> KernelGraph:
     """A kernel-only graph: no accumulator names to reveal the era."""
     g = ml.new_kernel_graph()
-    x = g.new_input((8, 64), dtype)
+    x = g.new_input((8, 64), dtype=dtype)
     g.mark_output(g.exp(x))
     return g.freeze()
 
@@ -348,9 +348,9 @@ def test_export_reproduces_the_reference_records(reference_dir: Path, stem: str)
 def _every_op_graph() -> KernelGraph:
     """Uses every op and accumulator the corpus lacks, so their names and replays round-trip too."""
     g = ml.new_kernel_graph()
-    x = g.new_input((8, 4, 256), ml.float16)
-    y = g.new_input((8, 4, 256), ml.float16, strides=(1024, 256, 1))
-    w = g.new_input((8, 256, 16), ml.float16)
+    x = g.new_input((8, 4, 256), dtype=ml.float16)
+    y = g.new_input((8, 4, 256), dtype=ml.float16, strides=(1024, 256, 1))
+    w = g.new_input((8, 256, 16), dtype=ml.float16)
     r = g.reduction(x, 2, group_size=4)
     n = g.rms_norm(y, normalized_shape=(4, 256))
     c = g.clamp(g.mul_scalar(g.sqrt(g.square(n)), 0.5), -1.0, 2.0)
@@ -395,7 +395,7 @@ def test_every_op_round_trips(tmp_path: Path) -> None:
 
 def test_save_accepts_a_builder_and_a_single_graph(tmp_path: Path) -> None:
     g = ml.new_kernel_graph()
-    g.mark_output(g.exp(g.new_input((4, 4), ml.float32)))
+    g.mark_output(g.exp(g.new_input((4, 4), dtype=ml.float32)))
     save_reference_checkpoint(g, tmp_path / "b.json")
     assert load_reference_checkpoint(tmp_path / "b.json") == [g.freeze()]
 

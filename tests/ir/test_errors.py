@@ -49,7 +49,7 @@ def case(case_id: str, error: type[MirageError], *needles: str) -> Callable[[Bui
 
 def kernel(*dims: tuple[int, ...], dtype: Any = ml.float16) -> tuple[Any, list[Any]]:
     g = ml.new_kernel_graph()
-    return g, [g.new_input(d, dtype) for d in dims]
+    return g, [g.new_input(d, dtype=dtype) for d in dims]
 
 
 def block(grid: tuple[int, int, int] = (1, 1, 1), forloop_range: int = 1, **kw: Any) -> Any:
@@ -432,7 +432,7 @@ def _(tmp: Path) -> Any:
 @case("customized-input-dtype-mismatch", ShapeError, "customized", "f32[16, 64]", "built for f16[16, 64]")
 def _(tmp: Path) -> Any:
     g, (x,) = kernel((16, 64))
-    x32 = g.new_input((16, 64), ml.float32)
+    x32 = g.new_input((16, 64), dtype=ml.float32)
     tb = block()
     tb.new_output(tb.forloop_accum(tb.new_input(x)))
     return g.customized([x32], tb)
@@ -573,9 +573,39 @@ def _(tmp: Path) -> Any:
     return ml.new_kernel_graph().new_input((4, 4), strides=(4,))
 
 
-@case("unknown-dtype", UnsupportedOpError, "unknown dtype 'float8'", "ml.float16")
+@case("unknown-dtype", UnsupportedOpError, "unknown dtype 'float7'", "ml.float16")
 def _(tmp: Path) -> Any:
-    return ml.new_kernel_graph().new_input((4, 4), dtype="float8")
+    return ml.new_kernel_graph().new_input((4, 4), dtype="float7")
+
+
+@case("reference-only-dtype", UnsupportedOpError, "float8 tensors are not supported", "dtype=ml.float16")
+def _(tmp: Path) -> Any:
+    return ml.new_kernel_graph().new_input((4, 4), dtype=ml.float8)
+
+
+@case("dtype-as-strides", ShapeError, "the second argument is strides", "dtype=ml.float32")
+def _(tmp: Path) -> Any:
+    return ml.new_kernel_graph().new_input((4, 4), ml.float32)
+
+
+@case("output-strides", UnsupportedOpError, "not row-major", "leave strides out")
+def _(tmp: Path) -> Any:
+    g, (x,) = kernel((4, 8))
+    return g.mark_output(g.exp(x), (1, 4))
+
+
+@case("rescale-acc", UnsupportedOpError, "acc='max' has no rescaling form", "acc='sum'")
+def _(tmp: Path) -> Any:
+    _, (x,) = kernel((64, 64))
+    tb = block((1, 1, 1), 4)
+    s = tb.new_input(x, (-1, -1, -1), forloop_dim=1)
+    return tb.forloop_accum_rescale(s, s, "max")
+
+
+@case("store-in-dmem", UnsupportedOpError, "store_in_dmem=True", "leave it out")
+def _(tmp: Path) -> Any:
+    _, (x,) = kernel((64, 64))
+    return block((1, 1, 1)).new_input(x, (-1, -1, -1), -1, True)
 
 
 @case("mul-scalar-nan", ShapeError, "mul_scalar scalar", "must be finite", "nan")

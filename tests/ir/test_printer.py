@@ -241,7 +241,7 @@ def test_reprs_are_readable() -> None:
     assert repr(ml.float16) == "ml.float16" and str(ml.bfloat16) == "ml.bfloat16"
     assert repr(x) == "DTensor(d0: f16[16, 4096])"
     assert repr(s) == "STensor(s0: f16[16, 1024])"
-    assert repr(g) == "KernelGraphBuilder(1 tensor, 1 op, 0 outputs)"
+    assert repr(g) == "KNGraph(1 tensor, 1 op, 0 outputs)"
     assert repr(tb) == "BlockGraphBuilder(grid=(64, 1, 1), forloop_range=4, 1 tensor, 0 outputs, smem=32768 B)"
     fused = rmsnorm_linear_fused()
     assert repr(fused).startswith("KernelGraph(2 inputs, ops=[customized], 1 ")

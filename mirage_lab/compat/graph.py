@@ -1,0 +1,236 @@
+"""``KNGraph``: the kernel graph that Mirage scripts build, search and call, written as they write it.
+
+    import mirage_lab as mi                       # was: import mirage as mi
+    graph = mi.new_kernel_graph()
+    X = graph.new_input(dims=(8, 4096), dtype=mi.float16)
+    ...
+    graph.mark_output(O)
+    optimized = graph.superoptimize(config="mlp")  # the best verified μGraph, itself a KNGraph
+    (out,) = optimized(inputs=[x, w])              # numpy, CuPy or torch in; the same kind out
+
+A ``KNGraph`` is a ``KernelGraphBuilder`` (every builder method, the reference's argument order) with the
+reference's graph-level methods. The one ``superoptimize`` returns carries the whole ``SearchResult`` as
+``.result`` for the workbench.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mirage_lab.codegen import generate_cuda
+from mirage_lab.compat.keywords import SearchPlan, plan_search
+from mirage_lab.compat.notices import notice, unsupported
+from mirage_lab.compat.running import GraphRunner
+from mirage_lab.errors import GraphError, InputError
+from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
+from mirage_lab.ir.checkpoint import loads_reference_checkpoint
+from mirage_lab.ir.checkpoint_export import dumps_reference_checkpoint, save_reference_checkpoint
+from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.io import read_json, write_atomic
+from mirage_lab.ir.ops import Op
+from mirage_lab.ir.refformat import detect_era
+from mirage_lab.ir.tensor import DTensor
+from mirage_lab.search import SearchResult
+from mirage_lab.search import superoptimize as search
+from mirage_lab.semantics.backend import cupy_available
+
+__all__ = ["KNGraph", "TBGraph", "new_kernel_graph"]
+
+#: the reference's name for a thread-block graph builder
+TBGraph = BlockGraphBuilder
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+UNSET: Any = _Unset()
+MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK) and multi-GPU tensors are out of scope; build the "
+                   "computation as a kernel graph and call graph.superoptimize()")
+
+
+class KNGraph(KernelGraphBuilder):
+    """A kernel graph as Mirage's Python API builds it: a builder that also searches, runs and saves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.result: SearchResult | None = None
+        self.backend = "cuda"
+        self._runner = GraphRunner()
+
+    @classmethod
+    def from_graph(cls, graph: KernelGraph, result: SearchResult | None = None) -> KNGraph:
+        """A KNGraph holding a frozen graph (a search's best, a loaded file), ready to call or extend."""
+        g = cls()
+        g._load(graph)
+        g.result = result
+        return g
+
+    def _load(self, graph: KernelGraph) -> None:
+        self._tensors, self._nodes, self._outputs = list(graph.tensors), list(graph.nodes), list(graph.outputs)
+
+    @property
+    def cygraph(self) -> KNGraph:
+        """The reference's handle to its C++ graph; here the graph itself (``mi.generate_cuda_program(g.cygraph)``)."""
+        return self
+
+    # -- searching ---------------------------------------------------------------
+    def superoptimize(self, imaps: Any = UNSET, omaps: Any = UNSET, griddims: Any = UNSET, blockdims: Any = UNSET,
+                      fmaps: Any = UNSET, franges: Any = UNSET, verbose: Any = UNSET, config: Any = UNSET,
+                      backend: Any = UNSET, warmup_iters: Any = UNSET, profile_iters: Any = UNSET,
+                      use_graph_dataset: Any = UNSET, use_cached_graphs: Any = UNSET, save_codes: Any = UNSET,
+                      is_formal_verified: Any = UNSET, previous_checkpoint: Any = UNSET,
+                      **settings: Any) -> KNGraph:
+        """Search for the fastest verified μGraph equal to this graph and return it (callable, a KNGraph).
+
+        The reference's keywords mean what they mean there (docs/compat.md); any ``SearchConfig`` field may be
+        passed too (``time_limit_s=60``). ``MIRAGE_LAB_TIME_LIMIT`` caps the search whatever is asked. With no
+        verified μGraph (a search cut short), the program itself comes back, with a notice.
+        """
+        named = dict(imaps=imaps, omaps=omaps, griddims=griddims, blockdims=blockdims, fmaps=fmaps,
+                     franges=franges, verbose=verbose, config=config, backend=backend, warmup_iters=warmup_iters,
+                     profile_iters=profile_iters, use_graph_dataset=use_graph_dataset,
+                     use_cached_graphs=use_cached_graphs, save_codes=save_codes,
+                     is_formal_verified=is_formal_verified, previous_checkpoint=previous_checkpoint)
+        given = {k: v for k, v in named.items() if v is not UNSET}
+        plan = plan_search(given, settings, gpu=cupy_available())
+        program = self.freeze()
+        result = search(program, plan.config, run_dir=plan.run_dir)
+        return self._chosen(program, result, plan)
+
+    def _chosen(self, program: KernelGraph, result: SearchResult, plan: SearchPlan) -> KNGraph:
+        if plan.verbose:
+            print(result.report)
+            print(result.to_frame().head(20).to_string(index=False))
+        if not result.candidates:
+            notice(f"superoptimize found no verified μGraph ({result.report.stop_reason}"
+                   f"{result.report.cap_note()}); returning the program itself, unfused")
+            return KNGraph.from_graph(program, result)
+        graphs = [c.graph for c in result.candidates]
+        best = self._runner.fastest(graphs, plan.warmup_iters, plan.profile_iters, plan.verbose) \
+            if plan.time_on_gpu else graphs[0]
+        if plan.checkpoint is not None:
+            save_reference_checkpoint(graphs, plan.checkpoint)
+        if plan.save_codes:
+            path = Path("generated_codes") / f"mugraph_{best.canonical_hash()[:12]}.cu"
+            write_atomic(path, generate_cuda(best))
+            print(f"saved the best μGraph's CUDA to {path}")
+        return KNGraph.from_graph(best, result)
+
+    # -- running -------------------------------------------------------------------
+    def __call__(self, inputs: Sequence[Any] | None = None, outputs: Sequence[DTensor] | None = None,
+                 **kwargs: Any) -> list[Any]:
+        """Run the graph on ``inputs`` (numpy, CuPy or torch); outputs come back as the same kind of array.
+
+        On a CUDA device the compiled kernels run; without one, the interpreter (said once). ``outputs`` picks
+        which tensors to return (the reference's ``graph(inputs=..., outputs=[...])``), marked or not.
+        """
+        if inputs is None:
+            raise InputError("pass the input arrays: graph(inputs=[x, ...]), one per new_input, in order")
+        unknown = sorted(set(kwargs) - {"stream"})
+        if unknown:
+            raise InputError(f"graph(...) takes inputs=, outputs= and stream=, not {', '.join(unknown)}")
+        if kwargs.get("stream") is not None:
+            notice("graph(stream=...): kernels run on the current CuPy stream; the stream argument is not used")
+        return self._runner.run(self._frozen_with(outputs), inputs)
+
+    def _frozen_with(self, outputs: Sequence[DTensor] | None) -> KernelGraph:
+        if outputs is None:
+            return self.freeze()
+        picked = [outputs] if isinstance(outputs, DTensor) else list(outputs)
+        ids = [self._resolve(t, f"outputs[{i}]") for i, t in enumerate(picked)]
+        if not ids:
+            raise GraphError("outputs=[] names no tensor; list the tensors to return, or leave outputs out")
+        return KernelGraph(tuple(self._tensors), tuple(self._nodes), tuple(ids))
+
+    def compile(self, **kwargs: Any) -> dict[str, Any]:
+        """The reference's compile step: the generated program (``generate_cuda_program``'s dict). Running
+        compiles on first use anyway."""
+        from mirage_lab.compat.reference_api import generate_cuda_program
+
+        return generate_cuda_program(self, **kwargs)
+
+    def valid_kernels(self) -> bool:
+        """True: a graph that freezes is one mirage-lab can generate code for (a ResourceError says otherwise)."""
+        self.freeze()
+        return True
+
+    # -- reading and writing ---------------------------------------------------------
+    def visualize(self, file_name: str) -> Path:
+        """Write ``file_name``.dot and ``file_name``.png: the kernel graph with each custom kernel's block graph."""
+        from mirage_lab.compat.drawing import write_drawing
+
+        return write_drawing(self.freeze(), file_name)
+
+    def to_json(self, filename: str | os.PathLike[str]) -> None:
+        """Write the graph in the reference's JSON format (one graph: a list of operators)."""
+        text = dumps_reference_checkpoint(self.freeze())
+        write_atomic(filename, text[text.index("[", 1):text.rindex("]")].strip() + "\n")
+
+    def from_json(self, filename: str | os.PathLike[str]) -> None:
+        """Replace this graph by the one in ``filename`` (the reference's JSON: one graph, or a list of them)."""
+        doc = read_json(filename)
+        single = isinstance(doc, list) and (not doc or isinstance(doc[0], dict))
+        doc = [doc] if single else doc
+        # the reference writes its current era; a file whose codes do not say is read as that
+        graphs = loads_reference_checkpoint(doc, str(filename), None if detect_era(doc) else "current")
+        if len(graphs) != 1:
+            raise InputError(f"{filename} holds {len(graphs)} graphs; load one with "
+                             "mi.load_reference_checkpoint(path)[i]")
+        self._load(graphs[0])
+
+    # -- the reference's queries -------------------------------------------------------
+    def get_input_dtensors(self) -> list[DTensor]:
+        return [DTensor(self, n.outputs[0]) for n in self._nodes if n.op is Op.INPUT]
+
+    def get_num_inputs(self) -> int:
+        return len(self.get_input_dtensors())
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_input_dtensor_shape_and_stride(self, A: DTensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        tid = self._resolve(A, "get_input_dtensor_shape_and_stride")
+        node = next((n for n in self._nodes if n.op is Op.INPUT and n.outputs[0] == tid), None)
+        if node is None:
+            raise GraphError(f"d{tid} is not an input of this graph; pass one of graph.get_input_dtensors()")
+        return self._tensors[tid].dims, tuple(node.attr("strides"))
+
+    def get_owner_independent_hash(self) -> int:
+        """A content hash of the graph (the first 64 bits of its canonical sha256)."""
+        return int(self.freeze().canonical_hash()[:16], 16)
+
+    # -- the persistent-kernel runtime (out of scope) -------------------------------------
+    def attach_torch_tensor(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("attach_torch_tensor (MPK)", MPK_ALTERNATIVE)
+
+    def attach_cuda_tensor(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("attach_cuda_tensor (MPK)", MPK_ALTERNATIVE)
+
+    def attach_nvshmem_tensor(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("attach_nvshmem_tensor (nvshmem)", MPK_ALTERNATIVE)
+
+    def fuse_tensors(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("fuse_tensors (MPK)", MPK_ALTERNATIVE)
+
+    def shuffle_tensors(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("shuffle_tensors (MPK)", MPK_ALTERNATIVE)
+
+    def register_task(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("register_task (MPK)", MPK_ALTERNATIVE)
+
+    def generate_task_graph(self, *args: Any, **kwargs: Any) -> None:
+        raise unsupported("generate_task_graph (MPK, multi-GPU)", MPK_ALTERNATIVE)
+
+    def __repr__(self) -> str:
+        found = "" if self.result is None else f", best of {len(self.result.candidates)} verified"
+        return super().__repr__().replace("KernelGraphBuilder(", "KNGraph(", 1)[:-1] + found + ")"
+
+
+def new_kernel_graph() -> KNGraph:
+    """An empty kernel graph to build (Mirage's ``mi.new_kernel_graph()``)."""
+    return KNGraph()
