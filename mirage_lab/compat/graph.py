@@ -117,6 +117,7 @@ class KNGraph(KernelGraphBuilder):
             save_reference_checkpoint(graphs, plan.checkpoint)
         if plan.save_codes:
             path = Path("generated_codes") / f"mugraph_{best.canonical_hash()[:12]}.cu"
+            path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, generate_cuda(best))
             print(f"saved the best μGraph's CUDA to {path}")
         return KNGraph.from_graph(best, result)
