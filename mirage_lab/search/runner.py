@@ -99,9 +99,7 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     if not isinstance(run_dir, str | os.PathLike | bool | None):
         raise InputError(f"run_dir must be a folder path, or False to keep nothing, got {type(run_dir).__name__}")
     with small_pages():  # (the frontier's and the serial executor's arrays)
-        result = _Search(prog, cfg, executor, run_dir, progress).run()
-    result.report.time_cap_s = cap
-    return result
+        return _Search(prog, cfg, executor, run_dir, progress, cap).run()
 
 
 #: an environment variable that caps every search's time limit, whatever the script asks (seconds)
@@ -139,7 +137,7 @@ def run_folder_path(program: Any, config: SearchConfig | str | None = None,
 
 class _Search:
     def __init__(self, program: KernelGraph, config: SearchConfig, executor: Executor | str | None,
-                 run_dir: Any, progress: bool) -> None:
+                 run_dir: Any, progress: bool, time_cap_s: float | None = None) -> None:
         self.program, self.config, self.progress = program, config, progress
         self.executor_spec = executor
         self.program_doc = graph_to_dict(program)
@@ -149,7 +147,7 @@ class _Search:
         if run_dir is not False and run_dir is not None:
             self.root = Path(run_dir)
             self.folder = RunFolder(run_folder_path(program, config, run_dir))
-        self.report = SearchReport()
+        self.report = SearchReport(time_cap_s=time_cap_s)
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
