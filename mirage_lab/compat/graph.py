@@ -36,6 +36,7 @@ from mirage_lab.ir.tensor import DTensor
 from mirage_lab.search import SearchResult
 from mirage_lab.search import superoptimize as search
 from mirage_lab.semantics.backend import cupy_available
+from mirage_lab.semantics.interpret import check_inputs
 
 __all__ = ["KNGraph", "TBGraph", "new_kernel_graph"]
 
@@ -148,12 +149,21 @@ class KNGraph(KernelGraphBuilder):
             raise GraphError("outputs=[] names no tensor; list the tensors to return, or leave outputs out")
         return KernelGraph(tuple(self._tensors), tuple(self._nodes), tuple(ids))
 
-    def compile(self, **kwargs: Any) -> dict[str, Any]:
-        """The reference's compile step: the generated program (``generate_cuda_program``'s dict). Running
-        compiles on first use anyway."""
+    def compile(self, async_: bool = False, inputs: Sequence[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """The reference's compile step: generate (and on a GPU compile) the kernels; returns the program's dict
+        (``generate_cuda_program``). ``inputs`` are checked against the graph; calling compiles on first use anyway."""
         from mirage_lab.compat.reference_api import generate_cuda_program
 
-        return generate_cuda_program(self, **kwargs)
+        graph = self.freeze()
+        if async_:
+            notice("compile(async_=True): compiled now, synchronously")
+        if "file_id" in kwargs:
+            notice(f"compile(file_id={kwargs.pop('file_id')!r}): use save_codes=True or ml.generate_cuda to keep code")
+        if inputs is not None:
+            check_inputs(graph, inputs)
+        program = generate_cuda_program(graph, **kwargs)
+        self._runner.prepare(graph)
+        return program
 
     def valid_kernels(self) -> bool:
         """True: a graph that freezes is one mirage-lab can generate code for (a ResourceError says otherwise)."""

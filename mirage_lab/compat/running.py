@@ -45,6 +45,11 @@ class GraphRunner:
             outs = interpret(graph, [to_numpy(a) for a in inputs])
         return give_back(outs, dtypes, like)
 
+    def prepare(self, graph: KernelGraph) -> None:
+        """Compile ``graph``'s kernels now when a device will run them (else nothing: the interpreter needs none)."""
+        if self.on_device():
+            self._kernels(graph)
+
     def _kernels(self, graph: KernelGraph) -> Any:
         from mirage_lab.codegen import compile
 

@@ -216,7 +216,21 @@ def _rules() -> dict[str, Rule]:
     return rules
 
 
+def _flat(v: Any, depth: int) -> bool:
+    """``v`` is a non-empty list nested exactly ``depth`` deep with ints at the bottom (the reference's set form)."""
+    while depth:
+        if not isinstance(v, tuple) or not v:
+            return False
+        v, depth = v[0], depth - 1
+    return isinstance(v, int)
+
+
 def _validate(c: SearchConfig) -> None:
+    for name, depth, ours in (("imaps", 2, "imap_set"), ("fmaps", 1, "fmap_set")):
+        if _flat(getattr(c, name), depth):
+            raise InputError(f"SearchConfig.{name}={getattr(c, name)} is one list of choices, the reference's form; "
+                             f"{name} here takes combinations with one entry per input ([[input 0's, input 1's, "
+                             f"...], ...]): write {ours}={getattr(c, name)} for the reference's meaning")
     for f in fields(c):
         check(f.name, getattr(c, f.name), RULES[f.name])
     if c.min_blocks > c.max_blocks:

@@ -120,3 +120,10 @@ def test_an_existing_checkpoint_is_left_alone(tmp_path: Path) -> None:
     assert plan.checkpoint is None and existing.read_text() == "[]"
     fresh = tmp_path / "new.json"
     assert plan_search({"previous_checkpoint": str(fresh)}, {}, gpu=False).checkpoint == str(fresh)
+
+
+@pytest.mark.parametrize(("name", "value", "ours"), [("imaps", [(0, -1, 1), (-1, -1, -1)], "imap_set"),
+                                                     ("fmaps", [-1, 0, 1], "fmap_set")])
+def test_our_config_names_the_set_field_for_the_reference_form(name: str, value: list, ours: str) -> None:
+    with pytest.raises(InputError, match=f"the reference's form.*write {ours}="):
+        preset("default", **{name: value})

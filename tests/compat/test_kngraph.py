@@ -233,3 +233,12 @@ def test_device_settings_without_a_device() -> None:
     with pytest.raises(InputError, match="device number"):
         mi.set_gpu_device_id(-1)
     assert mi.get_shared_memory_capacity(90) > mi.get_shared_memory_capacity(80) > 0
+
+
+def test_compile_checks_inputs_and_returns_the_program() -> None:
+    graph = hand_fused()
+    with pytest.warns(CompatNotice, match="synchronously"):
+        program = graph.compile(async_=True, inputs=inputs(), target_cc=80)
+    assert "__global__" in program["code"] and program["target_cc"] == 80
+    with pytest.raises(InputError, match="must have shape"):
+        graph.compile(inputs=inputs()[::-1])
