@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mirage_lab.arguments import checked_methods
 from mirage_lab.codegen import generate_cuda
 from mirage_lab.compat.keywords import SearchPlan, plan_search
 from mirage_lab.compat.notices import notice, unsupported
@@ -54,6 +55,7 @@ MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK) and multi-GPU tensors ar
                    "computation as a kernel graph and call graph.superoptimize()")
 
 
+@checked_methods
 class KNGraph(KernelGraphBuilder):
     """A kernel graph as Mirage's Python API builds it: a builder that also searches, runs and saves."""
 

@@ -18,8 +18,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from mirage_lab.arguments import did_you_mean
 from mirage_lab.compat.notices import notice, notice_once, unsupported
-from mirage_lab.errors import InputError
+from mirage_lab.errors import ArgumentError, InputError
 from mirage_lab.search import SearchConfig, preset
 from mirage_lab.search.run_folder import DEFAULT_ROOT
 
@@ -106,8 +107,17 @@ def _backend(given: dict[str, Any], gpu: bool) -> bool:
     return gpu
 
 
+def _known_settings(settings: dict[str, Any]) -> None:
+    fields = list(SearchConfig.__dataclass_fields__)
+    for key in settings:
+        if key not in fields:
+            raise ArgumentError(f"superoptimize: unknown keyword {key!r}{did_you_mean(key, [*KEYWORDS, *fields])}; "
+                                f"it takes Mirage's keywords ({', '.join(KEYWORDS)}) and any SearchConfig field")
+
+
 def plan_search(given: dict[str, Any], settings: dict[str, Any], *, gpu: bool) -> SearchPlan:
     """The plan for a reference ``superoptimize(**given)``; ``settings`` are mirage-lab SearchConfig fields."""
+    _known_settings(settings)
     _check_blockdims(given.get("blockdims"))
     config = _config(given, settings)
     time_on_gpu = _backend(given, gpu)

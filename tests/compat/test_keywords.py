@@ -12,7 +12,7 @@ import pytest
 import mirage_lab as mi
 from mirage_lab.compat import KEYWORDS, CompatNotice, UnsupportedFeatureError
 from mirage_lab.compat.keywords import plan_search
-from mirage_lab.errors import InputError
+from mirage_lab.errors import ArgumentError, InputError
 from mirage_lab.search import candidates as C
 from mirage_lab.search.config import preset
 
@@ -103,8 +103,10 @@ def test_unhonoured_keywords_raise_or_say_so() -> None:
     with pytest.warns(CompatNotice, match="no graph dataset"):
         plan_search({"use_graph_dataset": False}, {}, gpu=False)
     assert plan_search({"use_cached_graphs": False}, {}, gpu=False).run_dir is False
-    with pytest.raises(Exception, match="unknown search setting 'warmup'"):
+    with pytest.raises(ArgumentError, match=r"unknown keyword 'warmup' .did you mean 'warmup_iters'"):
         plan_search({}, {"warmup": 3}, gpu=False)
+    with pytest.raises(ArgumentError, match=r"unknown keyword 'grid_dims' .did you mean 'griddims'"):
+        mi.new_kernel_graph().superoptimize(grid_dims=[(8, 1, 1)])
 
 
 def test_defaults_left_alone_say_nothing(recwarn: pytest.WarningsRecorder) -> None:
