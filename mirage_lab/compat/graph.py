@@ -51,6 +51,9 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
+#: on a GPU, how many of the cost model's best μGraphs are compiled and timed (the reference times all of them;
+#: compiling each takes seconds, and the proxy's top ranks hold the fastest: docs/decisions.md, issue 6)
+TIMED = 8
 MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK) and multi-GPU tensors are out of scope; build the "
                    "computation as a kernel graph and call graph.superoptimize()")
 
@@ -114,7 +117,7 @@ class KNGraph(KernelGraphBuilder):
                    f"{result.report.cap_note()}); returning the program itself, unfused")
             return KNGraph.from_graph(program, result)
         graphs = [c.graph for c in result.candidates]
-        best = self._runner.fastest(graphs, plan.warmup_iters, plan.profile_iters, plan.verbose) \
+        best = self._runner.fastest(graphs[:TIMED], plan.warmup_iters, plan.profile_iters, plan.verbose) \
             if plan.time_on_gpu else graphs[0]
         if plan.checkpoint is not None:
             save_reference_checkpoint(graphs, plan.checkpoint)
