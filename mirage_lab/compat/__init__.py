@@ -7,7 +7,7 @@
     outputs = optimized(inputs=[x, w])                  # numpy, CuPy or torch; compiled on a GPU
 """
 
-from mirage_lab.compat.graph import KNGraph, TBGraph, new_kernel_graph
+from mirage_lab.compat.graph import KNGraph, TBGraph, cy_from_json, cy_to_json, new_kernel_graph
 from mirage_lab.compat.keywords import KEYWORDS
 from mirage_lab.compat.notices import CompatNotice, UnsupportedFeatureError
 from mirage_lab.compat.reference_api import (
@@ -29,6 +29,10 @@ from mirage_lab.compat.reference_api import (
 )
 from mirage_lab.compat.running import GraphRunner
 from mirage_lab.ir.dtype import REFERENCE_ONLY, DType
+from mirage_lab.ir.tensor import DTensor, STensor
+
+#: the reference's dtype class (``mi.dtype("fp16")`` is ``mi.float16``)
+dtype = DType
 
 
 class ReferenceDType:
@@ -49,9 +53,43 @@ uint8, uint32, uint64 = ReferenceDType("uint8"), ReferenceDType("uint32"), Refer
 float8, float8_e4m3 = ReferenceDType("float8"), ReferenceDType("float8_e4m3")
 assert {d.name for d in (int16, int32, int64, uint8, uint32, uint64, float8, float8_e4m3)} <= set(REFERENCE_ONLY)
 
-__all__ = ["KEYWORDS", "MPK", "CompatNotice", "GlobalConfig", "GraphRunner", "InputNotFoundError", "KNGraph",
-           "MPKMetadata", "MirageModelConfig", "PersistentKernel", "ReferenceDType", "TBGraph",
-           "UnsupportedFeatureError", "bypass_compile_errors", "convert_dtype_to_torch_type",
-           "convert_torch_type_to_dtype", "float8", "float8_e4m3", "generate_cuda_program",
-           "get_shared_memory_capacity", "global_config", "graph_dataset", "int8", "int16", "int32", "int64",
-           "new_kernel_graph", "set_gpu_device_id", "spec_decode_class", "uint8", "uint16", "uint32", "uint64"]
+__all__ = [
+    "KEYWORDS",
+    "MPK",
+    "CompatNotice",
+    "DTensor",
+    "GlobalConfig",
+    "GraphRunner",
+    "InputNotFoundError",
+    "KNGraph",
+    "MPKMetadata",
+    "MirageModelConfig",
+    "PersistentKernel",
+    "ReferenceDType",
+    "STensor",
+    "TBGraph",
+    "UnsupportedFeatureError",
+    "bypass_compile_errors",
+    "convert_dtype_to_torch_type",
+    "convert_torch_type_to_dtype",
+    "cy_from_json",
+    "cy_to_json",
+    "dtype",
+    "float8",
+    "float8_e4m3",
+    "generate_cuda_program",
+    "get_shared_memory_capacity",
+    "global_config",
+    "graph_dataset",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "new_kernel_graph",
+    "set_gpu_device_id",
+    "spec_decode_class",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+]

@@ -24,9 +24,10 @@ from mirage_lab.arguments import checked_methods
 from mirage_lab.codegen import generate_cuda
 from mirage_lab.compat.keywords import SearchPlan, plan_search
 from mirage_lab.compat.notices import notice, unsupported
+from mirage_lab.compat.reference_api import compile_notices, generate_cuda_program
 from mirage_lab.compat.running import GraphRunner
 from mirage_lab.errors import GraphError, InputError
-from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder
+from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
 from mirage_lab.ir.checkpoint import loads_reference_checkpoint
 from mirage_lab.ir.checkpoint_export import dumps_reference_checkpoint, save_reference_checkpoint
 from mirage_lab.ir.graph import KernelGraph
@@ -39,7 +40,7 @@ from mirage_lab.search import superoptimize as search
 from mirage_lab.semantics.backend import cupy_available
 from mirage_lab.semantics.interpret import check_inputs
 
-__all__ = ["KNGraph", "TBGraph", "new_kernel_graph"]
+__all__ = ["KNGraph", "TBGraph", "cy_from_json", "cy_to_json", "new_kernel_graph"]
 
 #: the reference's name for a thread-block graph builder
 TBGraph = BlockGraphBuilder
@@ -51,6 +52,9 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
+#: keywords a call takes beside inputs= and outputs= (the reference passes them on to compile)
+CALL_KEYWORDS = {"stream", "verbose", "target_cc", "num_warp_groups", "pipeline_stages", "profiling",
+                 "enable_online_softmax", "file_id"}
 #: on a GPU, how many of the cost model's best μGraphs are compiled and timed (the reference times all of them;
 #: compiling each takes seconds, and the proxy's top ranks hold the fastest: docs/decisions.md, issue 6)
 TIMED = 8
@@ -62,17 +66,20 @@ MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK) and multi-GPU tensors ar
 class KNGraph(KernelGraphBuilder):
     """A kernel graph as Mirage's Python API builds it: a builder that also searches, runs and saves."""
 
-    def __init__(self) -> None:
+    def __init__(self, graph: KernelGraph | KernelGraphBuilder | None = None) -> None:
+        """An empty graph to build, or (as the reference's ``KNGraph(cygraph)``) one holding ``graph``."""
         super().__init__()
         self.result: SearchResult | None = None
         self.backend = "cuda"
         self._runner = GraphRunner()
+        self._asked: set[str] = set()  # graphs whose compile keywords were answered
+        if graph is not None:
+            self._load(as_graph(graph))
 
     @classmethod
     def from_graph(cls, graph: KernelGraph, result: SearchResult | None = None) -> KNGraph:
         """A KNGraph holding a frozen graph (a search's best, a loaded file), ready to call or extend."""
-        g = cls()
-        g._load(graph)
+        g = cls(graph)
         g.result = result
         return g
 
@@ -134,16 +141,33 @@ class KNGraph(KernelGraphBuilder):
         """Run the graph on ``inputs`` (numpy, CuPy or torch); outputs come back as the same kind of array.
 
         On a CUDA device the compiled kernels run; without one, the interpreter (said once). ``outputs`` picks
-        which tensors to return (the reference's ``graph(inputs=..., outputs=[...])``), marked or not.
+        which tensors to return (the reference's ``graph(inputs=..., outputs=[...])``), marked or not. The
+        reference's compile keywords (``target_cc``, ``num_warp_groups``, …) are taken as ``compile`` takes them.
         """
         if inputs is None:
             raise InputError("pass the input arrays: graph(inputs=[x, ...]), one per new_input, in order")
-        unknown = sorted(set(kwargs) - {"stream"})
+        unknown = sorted(set(kwargs) - CALL_KEYWORDS)
         if unknown:
-            raise InputError(f"graph(...) takes inputs=, outputs= and stream=, not {', '.join(unknown)}")
+            raise InputError(f"graph(...) takes inputs=, outputs= and {', '.join(sorted(CALL_KEYWORDS))}, not "
+                             f"{', '.join(unknown)}")
         if kwargs.get("stream") is not None:
             notice("graph(stream=...): kernels run on the current CuPy stream; the stream argument is not used")
-        return self._runner.run(self._frozen_with(outputs), inputs)
+        if kwargs.pop("verbose", False):
+            print("inputs:", ", ".join(f"{tuple(a.shape)} {a.dtype}" for a in inputs))
+        graph = self._frozen_with(outputs)
+        asked = {k: v for k, v in kwargs.items() if k != "stream"}
+        if asked and graph.canonical_hash() not in self._asked:
+            self._asked.add(graph.canonical_hash())
+            compile_notices(**{k: v for k, v in asked.items() if k != "file_id"})
+        return self._runner.run(graph, inputs)
+
+    def cuda_call(self, **kwargs: Any) -> list[Any]:
+        """The reference's name for calling the graph on CUDA: the same as ``graph(**kwargs)``."""
+        return self(**kwargs)
+
+    def triton_call(self, **kwargs: Any) -> list[Any]:
+        raise unsupported("triton_call (the Triton backend)", "call the graph itself: graph(inputs=[...]) runs its "
+                          "generated CUDA")
 
     def _frozen_with(self, outputs: Sequence[DTensor] | None) -> KernelGraph:
         if outputs is None:
@@ -157,8 +181,6 @@ class KNGraph(KernelGraphBuilder):
     def compile(self, async_: bool = False, inputs: Sequence[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """The reference's compile step: generate (and on a GPU compile) the kernels; returns the program's dict
         (``generate_cuda_program``). ``inputs`` are checked against the graph; calling compiles on first use anyway."""
-        from mirage_lab.compat.reference_api import generate_cuda_program
-
         graph = self.freeze()
         if async_:
             notice("compile(async_=True): compiled now, synchronously")
@@ -169,6 +191,11 @@ class KNGraph(KernelGraphBuilder):
         program = generate_cuda_program(graph, **kwargs)
         self._runner.prepare(graph)
         return program
+
+    def get_error_message(self) -> str:
+        """The reference's compile status text: a graph that freezes generates code ("No error")."""
+        self.freeze()
+        return "No error"
 
     def valid_kernels(self) -> bool:
         """True: a graph that freezes is one mirage-lab can generate code for (a ResourceError says otherwise)."""
@@ -245,6 +272,18 @@ class KNGraph(KernelGraphBuilder):
     def __repr__(self) -> str:
         found = "" if self.result is None else f", best of {len(self.result.candidates)} verified"
         return super().__repr__().replace("KernelGraphBuilder(", "KNGraph(", 1)[:-1] + found + ")"
+
+
+def cy_to_json(input_graph: Any, filename: str) -> None:
+    """Write ``input_graph`` in the reference's JSON format (``KNGraph.to_json``)."""
+    KNGraph(as_graph(input_graph)).to_json(filename)
+
+
+def cy_from_json(filename: str) -> KNGraph:
+    """The graph in a reference JSON file, as a KNGraph (``KNGraph.from_json``)."""
+    graph = KNGraph()
+    graph.from_json(filename)
+    return graph
 
 
 def new_kernel_graph() -> KNGraph:

@@ -19,9 +19,10 @@ from mirage_lab.ir.smem import capacity
 from mirage_lab.ir.tensor import contiguous_strides
 from mirage_lab.semantics.backend import cupy_available
 
-__all__ = ["MPK", "InputNotFoundError", "MPKMetadata", "MirageModelConfig", "PersistentKernel", "bypass_compile_errors",
-           "convert_dtype_to_torch_type", "convert_torch_type_to_dtype", "generate_cuda_program",
-           "get_shared_memory_capacity", "global_config", "graph_dataset", "set_gpu_device_id"]
+__all__ = ["MPK", "InputNotFoundError", "MPKMetadata", "MirageModelConfig", "PersistentKernel",
+           "bypass_compile_errors", "compile_notices", "convert_dtype_to_torch_type", "convert_torch_type_to_dtype",
+           "generate_cuda_program", "get_shared_memory_capacity", "global_config",
+           "graph_dataset", "set_gpu_device_id"]
 
 
 class GlobalConfig:
@@ -83,21 +84,31 @@ def _strides_match(graph: Any, input_strides: Sequence[Sequence[int]] | None) ->
                              f"{want}; declare them in new_input(dims, strides=...)")
 
 
-def generate_cuda_program(graph: Any, *, target_cc: int = 80, input_strides: Sequence[Sequence[int]] | None = None,
-                          num_warp_groups: int = -1, pipeline_stages: int = -1, profiling: bool = False,
-                          enable_online_softmax: bool = False) -> dict[str, Any]:
-    """The CUDA program of ``graph``, as the reference's dict: ``code``, ``buf_size``, ``max_smem_size``,
-    ``profiler_buf_size`` and ``output_directives`` (shape, strides and size of each output)."""
-    _strides_match(graph, input_strides)
+def compile_notices(*, target_cc: int | None = None, num_warp_groups: int = -1, pipeline_stages: int = -1,
+                    profiling: bool = False, enable_online_softmax: bool = False) -> None:
+    """A notice for each code-generation setting of the reference that mirage-lab does not act on."""
+    if target_cc is not None:
+        notice(f"target_cc={target_cc}: kernels are compiled for the device they run on")
     if num_warp_groups != -1 or pipeline_stages != -1:
-        notice("generate_cuda_program: num_warp_groups and pipeline_stages (Hopper warp specialisation) are not "
-               "generated; the kernels use mirage-lab's schedule on every target")
+        notice("num_warp_groups and pipeline_stages (Hopper warp specialisation) are not generated; the kernels "
+               "use mirage-lab's schedule on every target")
     if profiling:
-        notice("generate_cuda_program: profiling=True: no in-kernel profiler; time kernels with ml.bench")
+        notice("profiling=True: no in-kernel profiler; time kernels with ml.bench or benchmarks/kernels.py")
     if enable_online_softmax:
-        notice("generate_cuda_program: enable_online_softmax: μGraphs are generated as written; write online "
-               "softmax with forloop_accum_max and forloop_accum_rescale")
-    g = as_graph(graph)
+        notice("enable_online_softmax: μGraphs are generated as written; write online softmax with "
+               "forloop_accum_max and forloop_accum_rescale")
+
+
+def generate_cuda_program(input_graph: Any, *, target_cc: int = 80,
+                          input_strides: Sequence[Sequence[int]] | None = None, num_warp_groups: int = -1,
+                          pipeline_stages: int = -1, profiling: bool = False,
+                          enable_online_softmax: bool = False) -> dict[str, Any]:
+    """The CUDA program of ``input_graph``, as the reference's dict: ``code``, ``buf_size``, ``max_smem_size``,
+    ``profiler_buf_size`` and ``output_directives`` (shape, strides and size of each output)."""
+    _strides_match(input_graph, input_strides)
+    compile_notices(num_warp_groups=num_warp_groups, pipeline_stages=pipeline_stages, profiling=profiling,
+                    enable_online_softmax=enable_online_softmax)
+    g = as_graph(input_graph)
     program = plan_cuda(g)
     inner = {t for n in g.compute_nodes for t in n.outputs} - set(g.outputs)
     return {
@@ -115,20 +126,20 @@ _TORCH = {DType.FLOAT16: "float16", DType.BFLOAT16: "bfloat16", DType.FLOAT32: "
           DType.INT8: "int8", DType.UINT16: "uint16"}
 
 
-def convert_dtype_to_torch_type(dtype: Any) -> Any:
+def convert_dtype_to_torch_type(type: Any) -> Any:
     """The torch dtype of a graph dtype (``mi.float16`` → ``torch.float16``)."""
     import torch
 
-    return getattr(torch, _TORCH[DType.parse(dtype)])
+    return getattr(torch, _TORCH[DType.parse(type)])
 
 
-def convert_torch_type_to_dtype(torch_dtype: Any) -> DType:
+def convert_torch_type_to_dtype(type: Any) -> DType:
     """The graph dtype of a torch dtype (``torch.bfloat16`` → ``mi.bfloat16``)."""
-    name = str(torch_dtype).removeprefix("torch.")
+    name = str(type).removeprefix("torch.")
     for dt, tname in _TORCH.items():
         if tname == name:
             return dt
-    raise UnsupportedOpError(f"no mirage-lab dtype for {torch_dtype}; use float16, bfloat16, float32 or float64")
+    raise UnsupportedOpError(f"no mirage-lab dtype for {type}; use float16, bfloat16, float32 or float64")
 
 
 class _OutOfScope:

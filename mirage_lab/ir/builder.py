@@ -178,10 +178,10 @@ class KernelGraphBuilder(_GraphBuilder):
         self._nodes.append(Node(Op.CUSTOMIZED, tuple(ids), out_ids, (), bg))
         return [DTensor(self, i) for i in out_ids]
 
-    def mark_output(self, t: DTensor, strides: Sequence[int] | None = None) -> None:
-        """Make ``t`` a program output. ``strides`` (the reference's output layout) must be row-major: the
+    def mark_output(self, A: DTensor, strides: Sequence[int] | None = None) -> None:
+        """Make ``A`` a program output. ``strides`` (the reference's output layout) must be row-major: the
         interpreter, the search and the generated kernels write outputs contiguously."""
-        tid = self._resolve(t, "mark_output")
+        tid = self._resolve(A, "mark_output")
         if strides is not None:
             dims = self._tensors[tid].dims
             if check_dims(strides, "mark_output strides", allow_zero=True, maximum=2**63 - 1) != \
@@ -265,9 +265,14 @@ class BlockGraphBuilder(_GraphBuilder):
 
     # -- loaders and savers ---------------------------------------------------
     @property
-    def grid_dim(self) -> Grid:
-        """The grid (the reference's name)."""
-        return self.grid
+    def grid_dim(self) -> dict[str, int]:
+        """The grid as the reference gives it, ``{"x": 64, "y": 1, "z": 1}`` (``grid`` is the tuple)."""
+        return dict(zip("xyz", self.grid, strict=True))
+
+    @property
+    def cygraph(self) -> BlockGraphBuilder:
+        """The reference's handle to its C++ block graph; here the builder itself (``tb.cygraph.grid_dim``)."""
+        return self
 
     def new_input(self, dtensor: DTensor | TensorType, input_map: Sequence[int] = (PHI, PHI, PHI),
                   forloop_dim: int = PHI, store_in_dmem: bool = False) -> STensor:

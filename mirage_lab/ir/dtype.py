@@ -27,6 +27,30 @@ class DType(enum.Enum):
 
     __str__ = __repr__
 
+    @classmethod
+    def _missing_(cls, value: object) -> DType:
+        """``DType("fp16")``: the reference's ``mi.dtype("fp16")`` and every name ``parse`` reads."""
+        return cls.parse(value)
+
+    # the reference's dtype predicates (``mi.float16.is_fp16()``)
+    def is_fp16(self) -> bool:
+        return self is DType.FLOAT16
+
+    def is_bf16(self) -> bool:
+        return self is DType.BFLOAT16
+
+    def is_fp32(self) -> bool:
+        return self is DType.FLOAT32
+
+    def is_fp64(self) -> bool:
+        return self is DType.FLOAT64
+
+    def is_int8(self) -> bool:
+        return self is DType.INT8
+
+    def is_uint16(self) -> bool:
+        return self is DType.UINT16
+
     @property
     def short(self) -> str:
         """Compact name for listings (f16, bf16, f32, …)."""

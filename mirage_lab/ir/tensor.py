@@ -74,8 +74,8 @@ class _Handle:
     def num_dims(self) -> int:
         return len(self.dims)
 
-    def dim(self, i: int) -> int:
-        return self.dims[i]
+    def dim(self, idx: int) -> int:
+        return self.dims[idx]
 
     @property
     def guid(self) -> int:

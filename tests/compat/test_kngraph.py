@@ -80,7 +80,7 @@ def test_builders_take_the_reference_argument_order() -> None:
     assert (x.dims, x.dtype, x.num_dims, x.dim(1), x.guid) == ((4, 8), mi.float32, 2, 8, 0)
     graph.mark_output(graph.exp(x), (8, 1))  # row-major output strides are accepted
     tb = mi.new_threadblock_graph((2, 1, 1), (128, 1, 1), 4, 64)
-    assert tb.grid_dim == (2, 1, 1)
+    assert tb.grid_dim == tb.cygraph.grid_dim == {"x": 2, "y": 1, "z": 1} and tb.grid == (2, 1, 1)
     s = tb.new_input(x, (0, -1, -1), 1, False)  # dtensor, input_map, forloop_dim, store_in_dmem
     assert s.dims == (2, 2)
 
@@ -242,3 +242,19 @@ def test_compile_checks_inputs_and_returns_the_program() -> None:
     assert "__global__" in program["code"] and program["target_cc"] == 80
     with pytest.raises(InputError, match="must have shape"):
         graph.compile(inputs=inputs()[::-1])
+
+
+def test_more_of_the_reference_surface(tmp_path: Path) -> None:
+    graph = hand_fused()
+    wrapped = mi.KNGraph(graph.freeze())  # the reference wraps its C++ graph the same way
+    assert wrapped.freeze() == graph.freeze() and wrapped.get_error_message() == "No error"
+    mi.cy_to_json(graph.cygraph, str(tmp_path / "g.json"))
+    assert mi.cy_from_json(str(tmp_path / "g.json")).freeze() == graph.freeze()
+    assert mi.dtype("fp16") is mi.float16 and mi.bfloat16.is_bf16() and not mi.float16.is_fp32()
+    assert isinstance(graph.get_input_dtensors()[0], mi.DTensor)
+    with pytest.warns(CompatNotice, match="compiled for the device they run on"):
+        out = graph.cuda_call(inputs=inputs(), target_cc=90, file_id=3)
+    np.testing.assert_allclose(out[0].astype(np.float64), mi.interpret(rmsnorm_linear(), inputs())[0],
+                               rtol=2e-2, atol=2e-2)
+    with pytest.raises(UnsupportedFeatureError, match="triton_call"):
+        graph.triton_call(inputs=inputs())
