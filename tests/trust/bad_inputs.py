@@ -242,8 +242,12 @@ api("loads-not-text", E.FormatError, lambda w: ml.ir.io.loads(5), "expected JSON
 api("input-zero-dim", E.ShapeError, lambda w: ml.new_kernel_graph().new_input(dims=(0, 4)), "dims[0] = 0")
 api("input-keyword", E.ArgumentError, lambda w: ml.new_kernel_graph().new_input(dim=(2, 3)),
     "did you mean 'dims'")
-api("input-dtype", E.UnsupportedOpError, lambda w: ml.new_kernel_graph().new_input(dims=(4,), dtype="float8"),
-    "unknown dtype 'float8'")
+api("input-dtype", E.UnsupportedOpError, lambda w: ml.new_kernel_graph().new_input(dims=(4,), dtype="float7"),
+    "unknown dtype 'float7'")
+api("input-dtype-reference-only", E.UnsupportedOpError,
+    lambda w: ml.new_kernel_graph().new_input(dims=(4,), dtype=ml.float8), "float8 tensors are not supported")
+api("input-dtype-as-strides", E.ShapeError, lambda w: ml.new_kernel_graph().new_input((4,), ml.float32),
+    "the second argument is strides")
 api("grid-zero", E.MapError, lambda w: ml.new_threadblock_graph(grid_dim=(0, 1, 1)), "grid_dim.x = 0")
 api("grid-keyword", E.ArgumentError, lambda w: ml.new_threadblock_graph(grid=(1, 1, 1)), "grid_dim")
 api("program-batch-zero", E.ShapeError, lambda w: ml.bench.programs.rmsnorm(batch_size=0), "batch")
