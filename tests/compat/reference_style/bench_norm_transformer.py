@@ -1,0 +1,57 @@
+"""After the reference's benchmark/norm_transformer.py: the nGPT normalisation block, superoptimized with the default
+preset and the benchmark's keywords (previous_checkpoint, backend, save_codes, warmup_iters, profile_iters). Sizes
+shrunk from (8·bs)×4096 to (8·bs)×256; the search is narrowed with the reference's keywords."""
+
+# ruff: noqa: E741 (the reference's names: O, A, ...)
+
+import argparse
+
+import numpy as np
+
+import mirage_lab as mi
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--bs", type=int, default=1)
+parser.add_argument("--file", type=str, default="norm_transformer.json")
+parser.add_argument("--backend", type=str, default="cuda")
+parser.add_argument("--warmup", type=int, default=16)
+parser.add_argument("--profile", type=int, default=1000)
+parser.add_argument("--save_codes", type=bool, default=False)
+
+args = parser.parse_args()
+batch_size = args.bs
+filename = args.file
+backend = args.backend
+warmup_iters = args.warmup
+profile_iters = args.profile
+save_codes = args.save_codes
+
+graph = mi.new_kernel_graph()
+H = graph.new_input(dims=(8 * batch_size, 256), dtype=mi.float16)
+X = graph.new_input(dims=(8 * batch_size, 256), dtype=mi.float16)
+alpha = graph.new_input(dims=(8 * batch_size, 256), dtype=mi.float16)
+H_norm = graph.rms_norm(H, normalized_shape=(256,))
+A = graph.add(H_norm, X)
+B = graph.mul(alpha, A)
+C = graph.add(X, B)
+O = graph.rms_norm(C, normalized_shape=(256,))
+graph.mark_output(O)
+
+optimized_graph = graph.superoptimize(imaps=[(0, -1, -1)], fmaps=[-1], franges=[1],
+                                      previous_checkpoint=filename, backend=backend, save_codes=save_codes,
+                                      warmup_iters=warmup_iters, profile_iters=profile_iters)
+
+rng = np.random.default_rng(0)
+input_tensors = [
+    rng.standard_normal((8 * batch_size, 256)).astype(np.float16),
+    rng.standard_normal((8 * batch_size, 256)).astype(np.float16),
+    rng.standard_normal((8 * batch_size, 256)).astype(np.float16),
+]
+
+for _ in range(2):
+    outputs = optimized_graph(inputs=input_tensors)
+
+(expected,) = mi.interpret(graph, input_tensors)
+error = np.max(np.abs(outputs[0].astype(np.float64) - expected)) / np.max(np.abs(expected))
+print("Best muGraph:", optimized_graph, "relative error:", error)
+assert outputs[0].dtype == np.float16 and error < 2e-2, error
