@@ -27,8 +27,9 @@ LAYERS = (
     ("bench",),
     ("verify",),
     ("search",),
-    # compat: the reference's Python API; api: mirage_lab/__init__.py, the package's face (``import mirage_lab as ml``)
-    ("cli", "widgets", "compat", "api"),
+    # compat: the reference's Python API (mpk: its out-of-scope runtime, an import error); api:
+    # mirage_lab/__init__.py, the package's face (``import mirage_lab as ml``)
+    ("cli", "widgets", "compat", "mpk", "api"),
 )
 
 

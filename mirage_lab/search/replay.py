@@ -26,7 +26,9 @@ def replay(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], 
     last decisions left one open.
     """
     g = KernelGraphBuilder()
-    handles: list[Any] = [g.new_input(t.dims, dtype=t.dtype) for t in program.input_types]
+    # the inputs keep the program's declared layout, so generated code reads them as the caller lays them out
+    handles: list[Any] = [g.new_input(program.tensors[n.outputs[0]].dims, n.attr("strides"),
+                                      program.tensors[n.outputs[0]].dtype) for n in program.nodes if n.op is Op.INPUT]
     tb: BlockGraphBuilder | None = None
     block: list[Any] = []
     custom_inputs: list[Any] = []

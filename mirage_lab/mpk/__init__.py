@@ -1,0 +1,12 @@
+"""The reference's persistent-kernel runtime (``mirage.mpk``) is out of scope in mirage-lab.
+
+A script that imports it (``from mirage_lab.mpk.models.graph_builder import MirageModelConfig`` after changing
+``import mirage`` to ``import mirage_lab``) gets this error at import time, naming what to use instead. Nothing
+else imports this package.
+"""
+
+from mirage_lab.compat.notices import UnsupportedFeatureError
+
+raise UnsupportedFeatureError(
+    "mirage.mpk (the persistent-kernel runtime, MPK), nvshmem and multi-GPU execution are not supported by "
+    "mirage-lab; superoptimize a kernel graph per layer with graph.superoptimize() and call the result")
