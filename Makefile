@@ -3,13 +3,16 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# torch for the tests of torch tensors in and out (tests/compat/test_torch.py), pinned to the CPU build that lies
+# on this project's machines (pip takes it from /opt/wheels); an open range would pull a multi-GB CUDA build
+TORCH ?= torch==2.13.0
 
 .PHONY: demo test lint typecheck unit bench clean system-deps
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,torch]' '$(TORCH)'
 	touch $(STAMP)
 
 # graphviz + Debian chromium via apt when root and missing; a quick no-op when present,

@@ -28,6 +28,16 @@ def test_widgets_are_importable_as_a_subpackage() -> None:
     assert Path(mirage_lab.widgets.__file__).parent.name == "widgets"
 
 
+def test_every_package_is_in_the_wheel() -> None:
+    """pyproject lists the packages a wheel holds (an editable install finds the rest, a wheel does not)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "mirage_lab").rglob("__init__.py")}
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
 def test_demo_writes_a_report(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--per-file", "1", "--repeats", "1", "--no-search",

@@ -174,9 +174,6 @@ def test_generate_cuda_program_needs_a_marked_output() -> None:
         mi.generate_cuda_program(graph.cygraph, target_cc=86)
 
 
-@pytest.mark.xfail(strict=True, reason="a bfloat16 graph called with numpy arrays returns float32 values that are "
-                   "not rounded to bfloat16 (the interpreter notice says outputs are rounded to the graph's dtype; "
-                   "the reference returns bfloat16 tensors)")
 def test_bfloat16_outputs_hold_bfloat16_values() -> None:
     graph = mi.new_kernel_graph()
     X = graph.new_input(dims=(4, 64), dtype=mi.bfloat16)
