@@ -78,10 +78,13 @@ def preset_for(name: str) -> str:
 
 
 def torch_baseline(program: str) -> Callable[..., Any] | None:
-    """The SPEC §9 formula in PyTorch (softmax without max subtraction), or None without torch."""
+    """The SPEC §9 formula in PyTorch (softmax without max subtraction), or None without a CUDA build of torch
+    and a device (a CPU-only torch, as the test environment installs, cannot time a GPU row)."""
     try:
         import torch
     except ImportError:
+        return None
+    if not torch.cuda.is_available():
         return None
 
     def rms(x: Any) -> Any:

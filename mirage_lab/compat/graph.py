@@ -171,6 +171,9 @@ class KNGraph(KernelGraphBuilder):
 
     def _frozen_with(self, outputs: Sequence[DTensor] | None) -> KernelGraph:
         if outputs is None:
+            if not self._outputs:
+                raise GraphError("the graph has no outputs: call graph.mark_output(tensor), or name the tensors to "
+                                 "return with graph(inputs=[...], outputs=[t, ...])")
             return self.freeze()
         picked = [outputs] if isinstance(outputs, DTensor) else list(outputs)
         ids = [self._resolve(t, f"outputs[{i}]") for i, t in enumerate(picked)]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mirage_lab.codegen import generate_cuda, plan_cuda
+from mirage_lab.compat.arrays import TORCH_DTYPES
 from mirage_lab.compat.notices import notice, unsupported
 from mirage_lab.errors import InputError, UnsupportedOpError
 from mirage_lab.ir.builder import as_graph
@@ -122,21 +123,17 @@ def generate_cuda_program(input_graph: Any, *, target_cc: int = 80,
     }
 
 
-_TORCH = {DType.FLOAT16: "float16", DType.BFLOAT16: "bfloat16", DType.FLOAT32: "float32", DType.FLOAT64: "float64",
-          DType.INT8: "int8", DType.UINT16: "uint16"}
-
-
 def convert_dtype_to_torch_type(type: Any) -> Any:
     """The torch dtype of a graph dtype (``mi.float16`` → ``torch.float16``)."""
     import torch
 
-    return getattr(torch, _TORCH[DType.parse(type)])
+    return getattr(torch, TORCH_DTYPES[DType.parse(type)])
 
 
 def convert_torch_type_to_dtype(type: Any) -> DType:
     """The graph dtype of a torch dtype (``torch.bfloat16`` → ``mi.bfloat16``)."""
     name = str(type).removeprefix("torch.")
-    for dt, tname in _TORCH.items():
+    for dt, tname in TORCH_DTYPES.items():
         if tname == name:
             return dt
     raise UnsupportedOpError(f"no mirage-lab dtype for {type}; use float16, bfloat16, float32 or float64")

@@ -111,7 +111,7 @@ def test_every_reference_script_is_mirrored() -> None:
     assert set(GAPS) <= set(MIRRORS) and set(SEARCHES) <= set(MIRRORS)
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", list(_params()))
 def test_reference_script(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cap = CAP_S.get(name, HAND_BUILT_CAP_S)
     namespace = run_script(name, tmp_path, monkeypatch, cap)

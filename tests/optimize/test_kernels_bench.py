@@ -53,7 +53,7 @@ def test_skips_or_reads_a_csv_without_a_gpu(tmp_path: Path) -> None:
         assert "skipped" in r.stderr and not (tmp_path / "t").exists()
 
 
-def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path) -> None:
     """measure_gpu's bookkeeping on the CPU: a stand-in CuPy and timer checked against the real signatures and
     result type (so the one GPU run cannot fail on a wrong call), every row saved as it comes."""
     import inspect
@@ -78,8 +78,6 @@ def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path, monkeypatch: pytest.Mo
         fn(*bound.arguments["args"])
         return real_run.Timing(0.01, 0.009, 0.02, (0.01,))  # milliseconds, as the real one returns
 
-    # the torch row puts real CUDA tensors on the device; the test venv's torch is the CPU build
-    monkeypatch.setattr(timing, "torch_baseline", lambda program: None)
     fake_run = SimpleNamespace(compile=compile_, unfused_cupy=unfused, time_callable=time_callable)
     saved: list[int] = []
     rows = timing.measure_gpu(SimpleNamespace(asarray=np.asarray), fake_run, "H200", ["lora"], [1],
