@@ -16,9 +16,9 @@ reference's graph-level methods. The one ``superoptimize`` returns carries the w
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from mirage_lab.arguments import checked_methods
 from mirage_lab.codegen import generate_cuda
@@ -60,6 +60,16 @@ CALL_KEYWORDS = {"stream", "verbose", "target_cc", "num_warp_groups", "pipeline_
 TIMED = 8
 MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK) and multi-GPU tensors are out of scope; build the "
                    "computation as a kernel graph and call graph.superoptimize()")
+
+
+def _out_of_scope(what: str) -> Callable[..., NoReturn]:
+    """A KNGraph method of the persistent-kernel runtime: calling it raises, naming the alternative."""
+
+    def method(self: KNGraph, *args: Any, **kwargs: Any) -> NoReturn:
+        raise unsupported(what, MPK_ALTERNATIVE)
+
+    method.__name__ = method.__qualname__ = what.split()[0]
+    return method
 
 
 @checked_methods
@@ -251,26 +261,13 @@ class KNGraph(KernelGraphBuilder):
         return int(self.freeze().canonical_hash()[:16], 16)
 
     # -- the persistent-kernel runtime (out of scope) -------------------------------------
-    def attach_torch_tensor(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("attach_torch_tensor (MPK)", MPK_ALTERNATIVE)
-
-    def attach_cuda_tensor(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("attach_cuda_tensor (MPK)", MPK_ALTERNATIVE)
-
-    def attach_nvshmem_tensor(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("attach_nvshmem_tensor (nvshmem)", MPK_ALTERNATIVE)
-
-    def fuse_tensors(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("fuse_tensors (MPK)", MPK_ALTERNATIVE)
-
-    def shuffle_tensors(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("shuffle_tensors (MPK)", MPK_ALTERNATIVE)
-
-    def register_task(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("register_task (MPK)", MPK_ALTERNATIVE)
-
-    def generate_task_graph(self, *args: Any, **kwargs: Any) -> None:
-        raise unsupported("generate_task_graph (MPK, multi-GPU)", MPK_ALTERNATIVE)
+    attach_torch_tensor = _out_of_scope("attach_torch_tensor (MPK)")
+    attach_cuda_tensor = _out_of_scope("attach_cuda_tensor (MPK)")
+    attach_nvshmem_tensor = _out_of_scope("attach_nvshmem_tensor (nvshmem)")
+    fuse_tensors = _out_of_scope("fuse_tensors (MPK)")
+    shuffle_tensors = _out_of_scope("shuffle_tensors (MPK)")
+    register_task = _out_of_scope("register_task (MPK)")
+    generate_task_graph = _out_of_scope("generate_task_graph (MPK, multi-GPU)")
 
     def __repr__(self) -> str:
         found = "" if self.result is None else f", best of {len(self.result.candidates)} verified"

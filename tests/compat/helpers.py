@@ -14,6 +14,15 @@ DTYPES = [mi.float16, mi.bfloat16, mi.float32]
 GPU_TOL = {DType.FLOAT16: 2e-2, DType.BFLOAT16: 3e-2, DType.FLOAT32: 1e-4}
 
 
+def rmsnorm_linear(x: tuple[int, int] = (8, 256), w: tuple[int, int] = (256, 512)) -> KNGraph:
+    """RMSNorm followed by a Linear, the program of the reference's demo_rms_norm, small."""
+    graph = mi.new_kernel_graph()
+    X = graph.new_input(dims=x, dtype=mi.float16)
+    W = graph.new_input(dims=w, dtype=mi.float16)
+    graph.mark_output(graph.matmul(graph.rms_norm(X, normalized_shape=(x[1],)), W))
+    return graph
+
+
 def matmul_exp(dtype: DType, mark: bool = True) -> tuple[KNGraph, DTensor, DTensor]:
     """E = exp(X @ W) over X (4, 8) and W (8, 6); returns the graph, X @ W and E (both marked when ``mark``)."""
     graph = mi.new_kernel_graph()

@@ -15,18 +15,13 @@ from mirage_lab.compat.keywords import plan_search
 from mirage_lab.errors import ArgumentError, InputError
 from mirage_lab.search import candidates as C
 from mirage_lab.search.config import preset
+from tests.compat.helpers import rmsnorm_linear as program
 
 X, W = (8, 256), (256, 512)
 IMAPS = [(0, -1, -1), (1, -1, -1)]  # both split along x: no combination replicates on an axis with blocks
 FMAPS = [-1, 1]
 
 
-def program() -> mi.KNGraph:
-    graph = mi.new_kernel_graph()
-    x = graph.new_input(dims=X, dtype=mi.float16)
-    w = graph.new_input(dims=W, dtype=mi.float16)
-    graph.mark_output(graph.matmul(graph.rms_norm(x, normalized_shape=(X[1],)), w))
-    return graph
 
 
 def combinations(members: list, most: int = 3) -> list:

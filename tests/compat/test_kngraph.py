@@ -19,16 +19,11 @@ import mirage_lab as mi
 from mirage_lab.compat import CompatNotice, UnsupportedFeatureError
 from mirage_lab.errors import FormatError, InputError, MirageError
 from mirage_lab.semantics.backend import cupy_available
+from tests.compat.helpers import rmsnorm_linear
 
 X, W = (8, 256), (256, 512)
 
 
-def rmsnorm_linear() -> mi.KNGraph:
-    graph = mi.new_kernel_graph()
-    x = graph.new_input(dims=X, dtype=mi.float16)
-    w = graph.new_input(dims=W, dtype=mi.float16)
-    graph.mark_output(graph.matmul(graph.rms_norm(x, normalized_shape=(X[1],)), w))
-    return graph
 
 
 def hand_fused() -> mi.KNGraph:
