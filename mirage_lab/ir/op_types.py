@@ -71,13 +71,15 @@ class AccumRule:
 
     ``contrib`` reduces one iteration's tile; ``combine`` is "sum", "max" or "rescale";
     ``finalize`` post-processes the combined value given ``count`` = F · (reduced last dim), and
-    ``cuda_finalize`` is the same in CUDA: a template of ``{v}`` (the combined value) and ``{count}``.
+    ``cuda_finalize`` and ``triton_finalize`` are the same in CUDA and Triton: templates of ``{v}`` (the combined
+    value) and ``{count}``.
     """
 
     contrib: Callable[[Any, Any, int], Any]
     combine: str = "sum"
     finalize: Callable[[Any, Any, int], Any] | None = None
     cuda_finalize: str | None = None
+    triton_finalize: str | None = None
 
 
 Standing = Literal["exact", "conjecture", "heuristic", "unsupported"]

@@ -172,6 +172,8 @@ class OpSpec:
     lowering: str | None = None
     #: an elementwise op's CUDA expression: ``{x}`` (or ``{a}``, ``{b}``) and its attributes by name
     cuda: str | None = None
+    #: the same in Triton (fp32 tensors; ``tl`` and ``libdevice`` in scope)
+    triton: str | None = None
     #: ``verify/mutate.py`` replaces an op by the others of its family ("unary", "binary"), ``pairs`` first
     mutation_family: str | None = None
     mutation_pairs: tuple[Op, ...] = ()
@@ -234,33 +236,37 @@ _ROWS: list[OpSpec] = [
            builder=BuilderRule("matmul", ("A", "B"))),
     _unary(Op.EXP, 1100, 2100, FieldRule("conjecture", "(ω^(x_q) mod p, 0): a homomorphism from (Z_q, +) into "
                                          "(Z_p*, ·); the q-component is lost, so nested exp is meaningless"),
-           "expf({x})", pairs=(Op.SILU,)),
-    _unary(Op.SQUARE, 1101, 2101, EXACT, "{x} * {x}", degree=deg_square),
-    _unary(Op.SQRT, 1102, 2102, FieldRule("heuristic", _SQRT), "sqrtf({x})"),
+           "expf({x})", pairs=(Op.SILU,), triton="tl.exp({x})"),
+    _unary(Op.SQUARE, 1101, 2101, EXACT, "{x} * {x}", degree=deg_square, triton="{x} * {x}"),
+    _unary(Op.SQRT, 1102, 2102, FieldRule("heuristic", _SQRT), "sqrtf({x})", triton="tl.sqrt({x})"),
     _unary(Op.SILU, 1104, 2104, FieldRule("heuristic", f"x·σ(x), σ by the {_EXP_FIELD}"), "mirage_silu({x})",
-           pairs=(Op.EXP,)),
+           pairs=(Op.EXP,), triton="{x} * tl.sigmoid({x})"),
     _unary(Op.SIGMOID, 1105, 2105, FieldRule("heuristic", f"e^x / (1 + e^x), by the {_EXP_FIELD}"),
-           "mirage_sigmoid({x})"),
-    _unary(Op.GELU, 1106, 2106, FieldRule("heuristic", f"x·σ(2x), σ by the {_EXP_FIELD}"), "mirage_gelu({x})"),
-    _unary(Op.RELU, 1150, 2150, FieldRule("heuristic", f"max(x, ⌊m/2⌋): {_NO_ORDER}"), "fmaxf({x}, 0.f)"),
+           "mirage_sigmoid({x})", triton="tl.sigmoid({x})"),
+    _unary(Op.GELU, 1106, 2106, FieldRule("heuristic", f"x·σ(2x), σ by the {_EXP_FIELD}"), "mirage_gelu({x})",
+           triton="0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))"),
+    _unary(Op.RELU, 1150, 2150, FieldRule("heuristic", f"max(x, ⌊m/2⌋): {_NO_ORDER}"), "fmaxf({x}, 0.f)",
+           triton="tl.maximum({x}, 0.0)"),
     _unary(Op.LOG, 1160, 2160, FieldRule("unsupported", "it would need a discrete logarithm; graphs with log are "
-                                         "decided by the float64 check alone"), "logf({x})"),
+                                         "decided by the float64 check alone"), "logf({x})", triton="tl.log({x})"),
     OpSpec(Op.MUL_SCALAR, Kind.UNARY, {K: 1103, B: 2103}, 1, shape_same, evaluate=eval_mul_scalar,
            attrs=("scalar",), smem_counted=False, abstract=abs_scale, field=EXACT, degree=deg_keep, term="scale",
-           lowering="elementwise", cuda="{x} * {scalar}",
+           lowering="elementwise", cuda="{x} * {scalar}", triton="{x} * {scalar}",
            builder=BuilderRule("mul_scalar", ("A",), (("scalar", "scalar"),)),
            doc="abstract: scale(c, x), an opaque function per constant, as clamp is per bound pair"),
     OpSpec(Op.CLAMP, Kind.UNARY, {K: 1151, B: 2151}, 1, shape_same, evaluate=eval_clamp,
            attrs=("min", "max"), smem_counted=False, abstract=abs_clamp,
            field=FieldRule("heuristic", f"clamps to [⌊m/3⌋, ⌊2m/3⌋], ignoring the bounds: {_NO_ORDER}"),
            degree=deg_keep, term="clamp", lowering="elementwise", cuda="fminf(fmaxf({x}, {min}), {max})",
+           triton="tl.minimum(tl.maximum({x}, {min}), {max})",
            builder=BuilderRule("clamp", ("A",), (("min_val", "min"), ("max_val", "max")), check=check_clamp_bounds)),
-    _binary(Op.ADD, {K: 1200, B: 2200}, "{a} + {b}", pairs=(Op.MUL,), commutative=True),
-    _binary(Op.MUL, {K: 1201, B: 2201}, "{a} * {b}", deg_product, pairs=(Op.ADD, Op.DIV), commutative=True),
-    _binary(Op.DIV, {K: 1202, B: 2202}, "{a} / {b}", deg_product, pairs=(Op.MUL,)),
-    _binary(Op.POW, {K: 1203, B: 2204}, "powf({a}, {b})",
+    _binary(Op.ADD, {K: 1200, B: 2200}, "{a} + {b}", pairs=(Op.MUL,), commutative=True, triton="{a} + {b}"),
+    _binary(Op.MUL, {K: 1201, B: 2201}, "{a} * {b}", deg_product, pairs=(Op.ADD, Op.DIV), commutative=True,
+            triton="{a} * {b}"),
+    _binary(Op.DIV, {K: 1202, B: 2202}, "{a} / {b}", deg_product, pairs=(Op.MUL,), triton="{a} / {b}"),
+    _binary(Op.POW, {K: 1203, B: 2204}, "powf({a}, {b})", triton="libdevice.pow({a}, {b})",
             field=FieldRule("heuristic", "a^(b_q): the exponent read through its q-component, as exp's")),
-    _binary(Op.SUB, {B: 2203}, "{a} - {b}", abstract=abs_binary("add"), term=None,
+    _binary(Op.SUB, {B: 2203}, "{a} - {b}", abstract=abs_binary("add"), term=None, triton="{a} - {b}",
             doc="abstract: add (signs are constants, and constants are invisible)"),
     OpSpec(Op.REDUCTION, Kind.REDUCTION, {K: 1300, B: 2301}, 1, shape_reduction, evaluate=eval_reduction,
            attrs=("dim",), code_adds_dim=True, abstract=abs_reduction, field=EXACT, degree=deg_keep,
@@ -290,9 +296,11 @@ _ROWS: list[OpSpec] = [
            smem_counted=False),
     _accum(Op.ACCUM_SUM, 2501, 1, shape_accum_red, AccumRule(contrib_row_sum), abs_accum("sum")),
     _accum(Op.ACCUM_MEAN, 2502, 1, shape_accum_red,
-           AccumRule(contrib_row_sum, finalize=final_mean, cuda_finalize="{v} / {count}"), abs_accum("sum")),
+           AccumRule(contrib_row_sum, finalize=final_mean, cuda_finalize="{v} / {count}",
+                     triton_finalize="{v} / {count}"), abs_accum("sum")),
     _accum(Op.ACCUM_RMS, 2503, 1, shape_accum_red,
-           AccumRule(contrib_row_sumsq, finalize=final_rms, cuda_finalize="sqrtf({v} / {count})"), abs_accum("rms"),
+           AccumRule(contrib_row_sumsq, finalize=final_rms, cuda_finalize="sqrtf({v} / {count})",
+                     triton_finalize="tl.sqrt({v} / {count})"), abs_accum("rms"),
            field=FieldRule("heuristic", f"the root of the mean square, by {_SQRT}")),
     _accum(Op.ACCUM_SUM_TODIMX, 2504, 1, shape_accum_todimx, AccumRule(contrib_todimx),
            abs_accum("sum", todimx=True)),
@@ -307,10 +315,10 @@ _ROWS: list[OpSpec] = [
            doc="degree: that of its block graph's savers"),
     # [lab] ops the reference lacks (its codes stop at 1106/2106 for this family): GELU's tanh and exact forms
     _unary(Op.TANH, 1107, 2107, FieldRule("heuristic", f"(e − 1)/(e + 1) with e = ω^(2x_q): 2σ(2x) − 1, by the "
-                                          f"{_EXP_FIELD}"), "tanhf({x})"),
+                                          f"{_EXP_FIELD}"), "tanhf({x})", triton="2.0 * tl.sigmoid(2.0 * {x}) - 1.0"),
     _unary(Op.ERF, 1108, 2108, FieldRule("heuristic", f"(e − 1)/(e + 1) with e = ω^(3x_q), a fingerprint of the "
                                          f"odd, bounded erf (no field identity defines it), by the {_EXP_FIELD}"),
-           "erff({x})"),
+           "erff({x})", triton="tl.erf({x})"),
 ]
 
 OPS: dict[Op, OpSpec] = {spec.op: spec for spec in _ROWS}
@@ -372,8 +380,12 @@ def missing_aspects(spec: OpSpec) -> list[str]:
         missing.append("lowering")
     if spec.lowering == "elementwise" and spec.cuda is None:
         missing.append("cuda")
+    if spec.lowering == "elementwise" and spec.triton is None:
+        missing.append("triton")
     if spec.accum is not None and (spec.accum.finalize is None) != (spec.accum.cuda_finalize is None):
         missing.append("accum.cuda_finalize")
+    if spec.accum is not None and (spec.accum.finalize is None) != (spec.accum.triton_finalize is None):
+        missing.append("accum.triton_finalize")
     if spec.kind in (Kind.UNARY, Kind.BINARY) and spec.lowering == "elementwise" and not spec.attrs \
             and spec.mutation_family is None:
         missing.append("mutation_family")
