@@ -12,7 +12,7 @@ TORCH ?= torch==2.13.0
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,torch]' '$(TORCH)'
+	$(PY) -m pip install --quiet -e '.[test,torch,triton]' '$(TORCH)'
 	touch $(STAMP)
 
 # graphviz + Debian chromium via apt when root and missing; a quick no-op when present,

@@ -11,7 +11,7 @@ returns the best μGraph, callable with ``inputs=[...]`` (``mirage_lab.compat``,
 """
 
 from mirage_lab import absexpr, bench, search
-from mirage_lab.codegen import compile, generate_cuda
+from mirage_lab.codegen import compile, generate_cuda, generate_triton
 from mirage_lab.compat import (
     MPK,
     CompatNotice,
@@ -73,6 +73,7 @@ __all__ = [
     "float32",
     "float64",
     "generate_cuda",
+    "generate_triton",
     "interpret",
     "load",
     "load_reference_checkpoint",

@@ -4,6 +4,7 @@
     mirage-lab search rmsnorm:1 --set 'forloop_ranges=[4]'
     mirage-lab verify fused:gated_mlp                 against its benchmark program (exit 1 if different)
     mirage-lab codegen runs/<run> --out best.cu --ptx sm_80 sm_90
+    mirage-lab codegen fused:gqa --backend triton --out gqa.py --ptx sm_80 sm_90 --emulate
     mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
     mirage-lab report runs/<run> --html run.html      a search run as one static HTML page
     mirage-lab runs --remove --older-than 7d --keep-best   list run folders; remove old ones
@@ -84,19 +85,21 @@ def _verify_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _codegen_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("codegen", help="generate a μGraph's CUDA; compile it with nvcc; emulate it on the CPU",
+    p = sub.add_parser("codegen", help="generate a μGraph's CUDA or Triton; compile it to PTX; emulate it on the CPU",
                        epilog=GRAPH_HELP)
     p.add_argument("graph", help="the μGraph (a GRAPH)")
-    p.add_argument("--out", help="write the .cu file here (default: print it)")
+    p.add_argument("--backend", choices=("cuda", "triton"), default="cuda",
+                   help="CUDA C (default) or a Triton module (kernels and a launcher taking torch tensors)")
+    p.add_argument("--out", help="write the .cu (or, with --backend triton, .py) file here (default: print it)")
     p.add_argument("--ptx", nargs="*", metavar="ARCH", type=cuda_arch,
-                   help="compile with nvcc --ptx for these (e.g. sm_80 sm_90)")
+                   help="compile to PTX for these (e.g. sm_80 sm_90): nvcc --ptx, or Triton for a GPUTarget")
     p.add_argument("--no-prefetch", action="store_true", help="the plain load–barrier–compute loop (no register "
                    "prefetch of the next iteration's tiles)")
     p.add_argument("--no-split", action="store_true", help="one thread per output of every sum, however few outputs")
     p.add_argument("--no-tensor-cores", action="store_true", help="scalar loops for every matmul (no wmma)")
     p.add_argument("--no-padding", action="store_true", help="dense shared-memory tiles (no row padding)")
-    p.add_argument("--emulate", action="store_true", help="run the generated code on the CPU (g++) against the "
-                   "interpreter")
+    p.add_argument("--emulate", action="store_true", help="run the generated code on the CPU (g++, or Triton's "
+                   "interpreter) against the interpreter; exit 1 when they disagree")
     p.set_defaults(func=commands.codegen)
 
 

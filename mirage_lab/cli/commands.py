@@ -115,6 +115,8 @@ def verify(args: argparse.Namespace) -> int:
 def codegen(args: argparse.Namespace) -> int:
     from mirage_lab.codegen import CodegenOptions, generate_cuda, plan_cuda
 
+    if args.backend == "triton":
+        return _codegen_triton(args)
     out = output_file(args.out, "CUDA source (--out)") if args.out else None
     source = resolve(args.graph)
     options = CodegenOptions(prefetch=not args.no_prefetch, split_sums=not args.no_split,
@@ -154,6 +156,45 @@ def _emulate(source: Source, cuda: str, options: CodegenOptions) -> None:
     errors = [relative_error(g.astype("float32"), w) for g, w in zip(got, want, strict=True)]
     print(f"emulated on the CPU: relative error against the interpreter {max(errors):.2e} "
           f"(fp16 storage, fp32 accumulation)", file=sys.stderr)
+
+
+def _codegen_triton(args: argparse.Namespace) -> int:
+    """``codegen --backend triton``: the module, its PTX per target, and its run in Triton's interpreter."""
+    from mirage_lab.codegen.triton import triton_module
+    from mirage_lab.codegen.triton.toolchain import compile_ptx
+
+    out = output_file(args.out, "Triton module (--out)") if args.out else None
+    source = resolve(args.graph)
+    module = triton_module(source.graph)
+    if out is not None:
+        write_atomic(out, module.source)
+        print(f"Triton module of {source.label} ({len(module.source.splitlines())} lines, {len(module.kernels)} "
+              f"kernel(s)) written to {out}")
+    else:
+        sys.stdout.write(module.source)
+    for arch in args.ptx or []:
+        ptx = compile_ptx(module.source, arch)
+        print(f"triton --target {arch}: {len(ptx.ptx)} kernel(s) in {ptx.seconds:.1f} s", file=sys.stderr)
+    return _emulate_triton(source, module) if args.emulate else 0
+
+
+#: the largest relative error, against the interpreter, that a backend's run may show for each storage type
+TOLERANCE = {"float16": 2e-2, "bfloat16": 3e-2, "float32": 1e-4}
+
+
+def _emulate_triton(source: Source, module: Any) -> int:
+    from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
+    from mirage_lab.codegen.triton.toolchain import emulate
+    from mirage_lab.semantics.interpret import interpret
+
+    inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
+    want = interpret(source.graph, inputs)
+    got = emulate(module.source, inputs, module.dtype)
+    error = max(relative_error(g, w) for g, w in zip(got, want, strict=True))
+    ok = error <= TOLERANCE[module.dtype]
+    print(f"Triton's interpreter on the CPU: relative error against the interpreter {error:.2e} "
+          f"({'within' if ok else 'OVER'} the {module.dtype} tolerance {TOLERANCE[module.dtype]:g})", file=sys.stderr)
+    return 0 if ok else 1
 
 
 # --------------------------------------------------------------------------- bench

@@ -4,7 +4,8 @@ A backend turns a μGraph into source text (``render``: pure, works everywhere),
 runs (``compile``: may need a toolchain or a device, and says which when it is missing), runs that on inputs
 (``run``: the graph's outputs, in order, as numpy arrays) and times it (``time``: a ``Timing`` in milliseconds).
 ``codegen.registry`` names the backends: ``reference`` (the interpreter; works everywhere) and ``cuda``
-(generated CUDA C: nvcc or CuPy to compile, CuPy and a device to run). Issue 14's Triton backend joins them.
+(generated CUDA C: nvcc or CuPy to compile, CuPy and a device to run) and ``triton`` (``codegen.triton``: PTX
+without a device, Triton's interpreter on the CPU, torch CUDA tensors on a device).
 """
 
 from __future__ import annotations

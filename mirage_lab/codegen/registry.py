@@ -1,4 +1,5 @@
-"""The backends by name: ``backend("reference")``, ``backend("cuda")`` (``codegen.backend`` is the protocol)."""
+"""The backends by name: ``backend("reference")``, ``backend("cuda")``, ``backend("triton")``
+(``codegen.backend`` is the protocol)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from mirage_lab.arguments import did_you_mean
 from mirage_lab.codegen.backend import Backend
 from mirage_lab.codegen.cuda import CudaBackend
 from mirage_lab.codegen.reference import ReferenceBackend
+from mirage_lab.codegen.triton.backend import TritonBackend
 from mirage_lab.errors import ArgumentError
 
 #: each backend, with its default settings, by name
-BACKENDS: dict[str, Backend] = {b.name: b for b in (ReferenceBackend(), CudaBackend())}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (ReferenceBackend(), CudaBackend(), TritonBackend())}
 
 
 def backend(name: str) -> Backend:

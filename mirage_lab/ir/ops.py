@@ -172,7 +172,8 @@ class OpSpec:
     lowering: str | None = None
     #: an elementwise op's CUDA expression: ``{x}`` (or ``{a}``, ``{b}``) and its attributes by name
     cuda: str | None = None
-    #: the same in Triton (fp32 tensors; ``tl`` and ``libdevice`` in scope)
+    #: the same in Triton (fp32 tensors, ``tl`` in scope; Triton's CPU interpreter has no libdevice, so ``pow`` is
+    #: exp2(b·log2 a): NaN for a negative base, where powf gives a real value for an integer exponent)
     triton: str | None = None
     #: ``verify/mutate.py`` replaces an op by the others of its family ("unary", "binary"), ``pairs`` first
     mutation_family: str | None = None
@@ -264,7 +265,7 @@ _ROWS: list[OpSpec] = [
     _binary(Op.MUL, {K: 1201, B: 2201}, "{a} * {b}", deg_product, pairs=(Op.ADD, Op.DIV), commutative=True,
             triton="{a} * {b}"),
     _binary(Op.DIV, {K: 1202, B: 2202}, "{a} / {b}", deg_product, pairs=(Op.MUL,), triton="{a} / {b}"),
-    _binary(Op.POW, {K: 1203, B: 2204}, "powf({a}, {b})", triton="libdevice.pow({a}, {b})",
+    _binary(Op.POW, {K: 1203, B: 2204}, "powf({a}, {b})", triton="tl.exp2({b} * tl.log2({a}))",
             field=FieldRule("heuristic", "a^(b_q): the exponent read through its q-component, as exp's")),
     _binary(Op.SUB, {B: 2203}, "{a} - {b}", abstract=abs_binary("add"), term=None, triton="{a} - {b}",
             doc="abstract: add (signs are constants, and constants are invisible)"),

@@ -43,16 +43,16 @@ def test_every_backend_satisfies_the_protocol(impl: Backend) -> None:
     assert BACKENDS[impl.name].name == impl.name
 
 
-def test_the_registry_knows_both_backends_by_name() -> None:
-    assert sorted(BACKENDS) == ["cuda", "reference"]
-    assert backend("reference") is BACKENDS["reference"] and backend("cuda") is BACKENDS["cuda"]
+def test_the_registry_knows_every_backend_by_name() -> None:
+    assert sorted(BACKENDS) == ["cuda", "reference", "triton"]
+    assert all(backend(name) is BACKENDS[name] for name in ("reference", "cuda", "triton"))
 
 
 def test_an_unknown_backend_is_a_clear_error() -> None:
     with pytest.raises(ArgumentError, match=r"unknown backend 'cdua' \(did you mean 'cuda'\?\); the backends are "
-                                            r"cuda, reference$"):
+                                            r"cuda, reference, triton$"):
         backend("cdua")
-    with pytest.raises(ArgumentError, match=r"unknown backend 3; the backends are cuda, reference$"):
+    with pytest.raises(ArgumentError, match=r"unknown backend 3; the backends are cuda, reference, triton$"):
         backend(3)  # type: ignore[arg-type]
 
 

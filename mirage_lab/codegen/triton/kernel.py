@@ -1,0 +1,267 @@
+"""One custom kernel (a block graph) as one ``@triton.jit`` function: a program per block of the grid, the
+for-loop as a loop, each tile a Triton tensor.
+
+* **Tiles** are fp32 tensors whose every dim is padded to a power of two (Triton's rule), at least 16 unless
+  the dim is 1 (``tl.dot``'s rule; size-1 dims stay 1 so that broadcasting keeps its meaning). Padding is
+  loaded as 0 and never stored; before anything sums, multiplies across or maxes over a padded dim, the
+  padding is set to the neutral value (``_neutral``), so an op that turned 0 into something else (``exp``)
+  cannot leak into a result.
+* **Loaders and savers** address DTensors exactly as the interpreter cuts them (``semantics.interpret``):
+  along each dim, the grid axes that map to it, then the for-loop (fmap), then the tile, as mixed-radix digits.
+* **Accumulators** are loop-carried values: reset before the loop, combined each iteration (sum, max, or the
+  rescaled sum of online softmax), finalised after it with the op table's ``triton_finalize``.
+* Elementwise ops use the op table's ``triton`` expression; matmuls ``tl.dot`` on operands cast to the
+  graph's storage type (fp32 graphs: ``input_precision="ieee"``), accumulating in fp32.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from mirage_lab.errors import UnsupportedOpError
+from mirage_lab.ir.graph import BlockGraph, Node
+from mirage_lab.ir.ops import Kind, Op
+from mirage_lab.ir.tensor import Dims
+
+__all__ = ["TritonKernel", "emit_kernel", "padded"]
+
+#: the storage dtype of each graph dtype, as Triton names it
+TL_DTYPES = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32"}
+AXES = "xyz"
+
+
+def padded(n: int) -> int:
+    """The Triton extent of a tile dim of ``n``: 1 stays 1, otherwise the next power of two, at least 16."""
+    return 1 if n == 1 else max(16, 1 << (n - 1).bit_length())
+
+
+@dataclass
+class TritonKernel:
+    """A generated kernel: its name, its pointer parameters (loaders' DTensors, then savers'), its source."""
+
+    name: str
+    params: list[str]
+    source: str
+
+
+@dataclass
+class _Tile:
+    var: str
+    dims: Dims  # the logical tile dims
+
+    @property
+    def pad(self) -> tuple[int, ...]:
+        return tuple(padded(n) for n in self.dims)
+
+
+@dataclass
+class _Emitter:
+    bg: BlockGraph
+    name: str
+    in_strides: list[Dims]
+    out_strides: list[Dims]
+    dtype: str
+    lines: list[str] = field(default_factory=list)
+    tiles: dict[int, _Tile] = field(default_factory=dict)
+    accums: list[Node] = field(default_factory=list)
+
+    # -- addressing -----------------------------------------------------------------------------------------
+    def _aranges(self, dims: Dims) -> list[str]:
+        """Per dim, an arange broadcast to the tile's rank (``r[:, None]``…)."""
+        rank = len(dims)
+        out = []
+        for d, n in enumerate(dims):
+            index = ", ".join(":" if e == d else "None" for e in range(rank))
+            out.append(f"tl.arange(0, {padded(n)})[{index}]")
+        return out
+
+    def _mask(self, dims: Dims) -> str | None:
+        parts = [f"({r} < {n})" for r, n in zip(self._aranges(dims), dims, strict=True) if padded(n) != n]
+        return " & ".join(parts) if parts else None
+
+    def _offsets(self, dims: Dims, strides: Dims, digits: list[list[tuple[str, int]]]) -> str:
+        """Σ_d index_d · stride_d, index_d the mixed-radix number of ``digits[d]`` (outermost first) and the tile."""
+        terms = []
+        for d, (r, n, s) in enumerate(zip(self._aranges(dims), dims, strides, strict=True)):
+            index = ""
+            for coord, size in digits[d]:
+                index = coord if not index else f"({index}) * {size} + {coord}"
+            index = r if not index else f"({index}) * {n} + {r}"
+            terms.append(index if s == 1 else f"({index}) * {s}")
+        return " + ".join(terms)
+
+    def _load(self, node: Node) -> None:
+        bg, tile = self.bg, self.bg.tensors[node.outputs[0]].dims
+        imap, fmap = node.attr("imap"), node.attr("fmap")
+        digits: list[list[tuple[str, int]]] = []
+        for d in range(len(tile)):
+            ds = [(f"b{AXES[a]}", bg.grid[a]) for a in range(3) if imap[a] == d and bg.grid[a] > 1]
+            if fmap == d:
+                ds.append(("i", bg.forloop_range))
+            digits.append(ds)
+        i = bg.loaders.index(node)
+        off = self._offsets(tile, self.in_strides[i], digits)
+        mask = self._mask(tile)
+        load = f"tl.load(in{i} + {off}" + (f", mask={mask}, other=0.0)" if mask else ")")
+        self._define(node.outputs[0], f"{load}.to(tl.float32)", indent=2)
+
+    def _store(self, node: Node) -> None:
+        bg = self.bg
+        tile = self.tiles[node.inputs[0]]
+        omap = node.attr("omap")
+        digits = [[(f"b{AXES[a]}", bg.grid[a]) for a in range(3) if omap[a] == d and bg.grid[a] > 1]
+                  for d in range(len(tile.dims))]
+        i = bg.savers.index(node)
+        off = self._offsets(tile.dims, self.out_strides[i], digits)
+        mask = self._mask(tile.dims)
+        value = f"{tile.var}.to(out{i}.dtype.element_ty)"
+        self.lines.append(f"    tl.store(out{i} + {off}, {value}" + (f", mask={mask})" if mask else ")"))
+
+    # -- values ------------------------------------------------------------------------------------------------
+    def _define(self, tid: int, expr: str, indent: int) -> _Tile:
+        tile = _Tile(f"s{tid}", self.bg.tensors[tid].dims)
+        self.tiles[tid] = tile
+        self.lines.append("    " * indent + f"{tile.var} = {expr}")
+        return tile
+
+    def _neutral(self, tile: _Tile, value: str = "0.0") -> str:
+        """``tile``'s variable with its padding set to ``value`` (itself when nothing is padded)."""
+        mask = self._mask(tile.dims)
+        return tile.var if mask is None else f"tl.where({mask}, {tile.var}, {value})"
+
+    def _dot(self, a: _Tile, b: _Tile) -> str:
+        if self.dtype == "float32":
+            return f"tl.dot({self._neutral(a)}, {self._neutral(b)}, input_precision=\"ieee\")"
+        tl_type = TL_DTYPES[self.dtype]
+        return f"tl.dot({self._neutral(a)}.to({tl_type}), {self._neutral(b)}.to({tl_type}))"
+
+    def _compute(self, node: Node, indent: int) -> None:
+        ins = [self.tiles[t] for t in node.inputs]
+        spec, op = node.op.spec, node.op
+        if spec.triton is not None:
+            names = {"x": ins[0].var} if len(ins) == 1 else {"a": ins[0].var, "b": ins[1].var}
+            attrs = {k: _literal(v) for k, v in node.attr_map.items() if isinstance(v, int | float)}
+            expr = spec.triton.format(**names, **attrs)
+        elif op is Op.MATMUL:
+            expr = self._dot(ins[0], ins[1])
+        elif op is Op.CONCAT_THEN_MATMUL:
+            expr = f"{self._dot(ins[0], ins[2])} + {self._dot(ins[1], ins[3])}"
+        elif op is Op.REDUCTION:
+            d = node.attr("dim")
+            expr = f"tl.sum({self._neutral(ins[0])}, axis={d}, keep_dims=True)"
+        elif op is Op.REDUCTION_TO_DIMX:
+            expr = self._strided_sum(ins[0], node.attr("dim"))
+        elif op is Op.RMS_NORM:
+            n = ins[0].dims[-1]
+            expr = (f"{ins[0].var} / tl.sqrt(tl.sum({self._neutral(ins[0])} * {self._neutral(ins[0])}, axis=-1, "
+                    f"keep_dims=True) / {n})")
+        else:
+            raise UnsupportedOpError(f"the Triton backend cannot express {op.value} yet (in kernel {self.name}); "
+                                     "use the CUDA backend for this graph")
+        self._define(node.outputs[0], expr, indent)
+
+    def _strided_sum(self, tile: _Tile, dim: int) -> str:
+        """out[j] = Σ_k x[j + k·g] along ``dim`` (the reduction_dimx grouping): reshape and sum."""
+        g = self.bg.reduction_dimx
+        d = dim % len(tile.dims)
+        n, p = tile.dims[d], tile.pad[d]
+        if n % g or p % g or g & (g - 1) or padded(g) != g:
+            raise UnsupportedOpError(f"the Triton backend sums {n} entries to reduction_dimx {g} only when both are "
+                                     "powers of two, at least 16 (Triton's reshape keeps powers of two)")
+        shape = [*tile.pad[:d], p // g, g, *tile.pad[d + 1:]]
+        return f"tl.sum(tl.reshape({self._neutral(tile)}, {tuple(shape)}), axis={d})"
+
+    # -- accumulators ------------------------------------------------------------------------------------------
+    def _contribution(self, node: Node) -> str:
+        tile = self.tiles[node.inputs[0]]
+        op = node.op
+        if op in (Op.ACCUM_NO_RED, Op.ACCUM_NO_RED_RESCALE, Op.ACCUM_MAX):
+            return tile.var
+        if op in (Op.ACCUM_SUM, Op.ACCUM_MEAN, Op.ACCUM_SUM_RESCALE):
+            return f"tl.sum({self._neutral(tile)}, axis=-1, keep_dims=True)"
+        if op is Op.ACCUM_RMS:
+            v = self._neutral(tile)
+            return f"tl.sum({v} * {v}, axis=-1, keep_dims=True)"
+        if op is Op.ACCUM_SUM_TODIMX:
+            return self._strided_sum(tile, -1)
+        raise UnsupportedOpError(f"the Triton backend has no accumulator {op.value}")
+
+    def _accumulate(self, node: Node) -> None:
+        out = self.bg.tensors[node.outputs[0]].dims
+        var = f"s{node.outputs[0]}"
+        rule = node.op.spec.accum
+        assert rule is not None
+        contrib = self._contribution(node)
+        if rule.combine == "sum":
+            self.lines.append(f"        {var} += {contrib}")
+        elif rule.combine == "max":
+            self.lines.append(f"        {var} = tl.maximum({var}, {contrib})")
+        else:  # rescale: acc ← acc·s_i + x_i
+            self.lines.append(f"        {var} = {var} * {self.tiles[node.inputs[1]].var} + {contrib}")
+        self.tiles[node.outputs[0]] = _Tile(var, out)
+
+    def _reset(self, node: Node) -> str:
+        pad = tuple(padded(n) for n in self.bg.tensors[node.outputs[0]].dims)
+        if node.op.spec.accum is not None and node.op.spec.accum.combine == "max":
+            return f"    s{node.outputs[0]} = tl.full({pad}, float(\"-inf\"), tl.float32)"
+        return f"    s{node.outputs[0]} = tl.zeros({pad}, dtype=tl.float32)"
+
+    def _finalize(self, node: Node) -> None:
+        rule = node.op.spec.accum
+        assert rule is not None
+        if rule.triton_finalize is None:
+            return
+        count = self.bg.forloop_range * self.bg.tensors[node.inputs[0]].dims[-1]
+        var = f"s{node.outputs[0]}"
+        self.lines.append(f"    {var} = {rule.triton_finalize.format(v=var, count=count)}")
+
+    # -- the kernel ----------------------------------------------------------------------------------------------
+    def emit(self) -> TritonKernel:
+        bg = self.bg
+        ins = [f"in{i}" for i in range(len(bg.loaders))]
+        outs = [f"out{i}" for i in range(len(bg.savers))]
+        self.lines = ["@triton.jit", f"def {self.name}({', '.join(ins + outs)}):"]
+        self.lines += [f"    b{AXES[a]} = tl.program_id({a})" for a in range(3) if bg.grid[a] > 1]
+        loop = [n for n in bg.nodes if n.op is Op.INPUT or (n.op is not Op.OUTPUT and not self._post(n))]
+        after = [n for n in bg.nodes if n.op is not Op.INPUT and n.op is not Op.OUTPUT and self._post(n)]
+        accums = [n for n in after if n.kind is Kind.ACCUM]
+        self.lines += [self._reset(n) for n in accums]
+        self.lines.append(f"    for i in range(0, {bg.forloop_range}):")
+        for node in loop:
+            if node.op is Op.INPUT:
+                self._load(node)
+            else:
+                self._compute(node, indent=2)
+        for node in accums:
+            self._accumulate(node)
+        for node in after:
+            if node.kind is Kind.ACCUM:
+                self._finalize(node)
+            else:
+                self._compute(node, indent=1)
+        for node in bg.savers:
+            self._store(node)
+        return TritonKernel(self.name, ins + outs, "\n".join(self.lines))
+
+    def _post(self, node: Node) -> bool:
+        return any(self.bg.tensors[t].post_loop for t in node.outputs)
+
+
+def _literal(v: float) -> str:
+    """A Python float literal Triton reads (``float("inf")`` for the infinities)."""
+    f = float(v)
+    return repr(f) if math.isfinite(f) else f'float("{f}")'
+
+
+def emit_kernel(bg: BlockGraph, name: str, in_strides: list[Dims], out_strides: list[Dims],
+                dtype: str) -> TritonKernel:
+    """``bg`` as a Triton kernel ``name``: loader i reads ``in{i}`` laid out with ``in_strides[i]``, saver i
+    writes ``out{i}`` with ``out_strides[i]``; ``dtype`` is the graph's storage type ("float16", …)."""
+    if any(n.op is Op.REDUCTION_MAX or n.op is Op.CONCAT for n in bg.nodes):
+        op = next(n.op.value for n in bg.nodes if n.op in (Op.REDUCTION_MAX, Op.CONCAT))
+        raise UnsupportedOpError(f"the Triton backend cannot express {op} yet (kernel {name}): "
+                                 + ("Triton joins tensors only along a new leading dim (tl.join)" if op == "concat"
+                                    else "the running maximum across iterations needs a loop-carried pair")
+                                 + "; use the CUDA backend for this graph")
+    return _Emitter(bg, name, in_strides, out_strides, dtype).emit()
