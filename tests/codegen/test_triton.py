@@ -26,8 +26,10 @@ ARCHS = ("sm_80", "sm_90")
 
 
 def agrees(graph: ml.KernelGraph, scale: float = 1.0, seed: int = 0) -> float:
-    """The relative error of the graph's Triton module, interpreted on the CPU, against the interpreter."""
+    """The relative error of the graph's Triton module, interpreted on the CPU, against the interpreter (after
+    checking that it compiles for sm_90)."""
     module = triton_module(graph)
+    assert compile_ptx(module.source, "sm_90").ptx
     inputs = random_inputs(graph, seed=seed, scale=scale)
     got = emulate(module.source, inputs, module.dtype)
     want = ml.interpret(graph, inputs)
@@ -124,15 +126,35 @@ def test_accumulators_and_reductions() -> None:
     assert agrees(_accumulators()) <= TOLERANCE["float32"]
 
 
+def _online_softmax_and_concat() -> ml.KernelGraph:
+    """reduction_max's running maximum and its rescale exponent (online softmax), and a concat of two tiles."""
+    g = ml.new_kernel_graph()
+    x = g.new_input(dims=(16, 256), dtype=ml.float32)
+    tb = ml.new_threadblock_graph((1, 1, 1), (128, 1, 1), 4, 64)
+    t = tb.new_input(x, (-1, -1, -1), 1)  # (16, 64) tiles
+    m, diff = tb.reduction_max(t, 1)
+    e = tb.exp(tb.sub(t, m))
+    tb.new_output(tb.forloop_accum_rescale(tb.reduction(e, 1), tb.exp(diff), "sum"), (-1, -1, -1))
+    tb.new_output(tb.forloop_accum_max(m), (-1, -1, -1))
+    tb.new_output(tb.forloop_accum(tb.concat(t, tb.square(t), 1)), (-1, -1, -1))
+    for o in g.customized([x], tb):
+        g.mark_output(o)
+    return g.freeze()
+
+
+def test_online_softmax_and_concat() -> None:
+    assert agrees(_online_softmax_and_concat()) <= TOLERANCE["float32"]
+
+
 def test_what_triton_cannot_express_is_named() -> None:
     g = ml.new_kernel_graph()
-    x = g.new_input(dims=(16, 64), dtype=ml.float16)
+    x = g.new_input(dims=(16, 24), dtype=ml.float16)  # 24: a padded dim, which Triton cannot reshape
     tb = ml.new_threadblock_graph((1, 1, 1), (128, 1, 1), 1, 64)
     t = tb.new_input(x, (-1, -1, -1), -1)
     tb.new_output(tb.forloop_accum(tb.concat(t, t, 1)), (-1, -1, -1))
     (o,) = g.customized([x], tb)
     g.mark_output(o)
-    with pytest.raises(UnsupportedOpError, match=r"concat.*CUDA backend"):
+    with pytest.raises(UnsupportedOpError, match=r"concatenates two tiles.*CUDA backend"):
         triton_module(g)
 
 

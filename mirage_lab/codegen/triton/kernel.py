@@ -29,6 +29,7 @@ __all__ = ["TritonKernel", "emit_kernel", "padded"]
 #: the storage dtype of each graph dtype, as Triton names it
 TL_DTYPES = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32"}
 AXES = "xyz"
+NEG_INF = 'float("-inf")'
 
 
 def padded(n: int) -> int:
@@ -64,7 +65,8 @@ class _Emitter:
     dtype: str
     lines: list[str] = field(default_factory=list)
     tiles: dict[int, _Tile] = field(default_factory=dict)
-    accums: list[Node] = field(default_factory=list)
+    carried: list[str] = field(default_factory=list)  # loop-carried values' resets, emitted before the loop
+    ranges: set[int] = field(default_factory=set)  # the extents of the aranges used (r16 = tl.arange(0, 16), …)
 
     # -- addressing -----------------------------------------------------------------------------------------
     def _aranges(self, dims: Dims) -> list[str]:
@@ -73,7 +75,8 @@ class _Emitter:
         out = []
         for d, n in enumerate(dims):
             index = ", ".join(":" if e == d else "None" for e in range(rank))
-            out.append(f"tl.arange(0, {padded(n)})[{index}]")
+            self.ranges.add(padded(n))
+            out.append(f"r{padded(n)}[{index}]")
         return out
 
     def _mask(self, dims: Dims) -> str | None:
@@ -148,10 +151,16 @@ class _Emitter:
         elif op is Op.CONCAT_THEN_MATMUL:
             expr = f"{self._dot(ins[0], ins[2])} + {self._dot(ins[1], ins[3])}"
         elif op is Op.REDUCTION:
-            d = node.attr("dim")
-            expr = f"tl.sum({self._neutral(ins[0])}, axis={d}, keep_dims=True)"
+            d, group = node.attr("dim"), int(node.attr("group_size", 1))
+            expr = (f"tl.sum({self._neutral(ins[0])}, axis={d}, keep_dims=True)" if group == 1
+                    else self._strided_sum(ins[0], d, group))
         elif op is Op.REDUCTION_TO_DIMX:
             expr = self._strided_sum(ins[0], node.attr("dim"))
+        elif op is Op.REDUCTION_MAX:
+            self._running_max(node, indent)
+            return
+        elif op is Op.CONCAT:
+            expr = self._concat(ins[0], ins[1], node.attr("dim"))
         elif op is Op.RMS_NORM:
             n = ins[0].dims[-1]
             expr = (f"{ins[0].var} / tl.sqrt(tl.sum({self._neutral(ins[0])} * {self._neutral(ins[0])}, axis=-1, "
@@ -161,16 +170,51 @@ class _Emitter:
                                      "use the CUDA backend for this graph")
         self._define(node.outputs[0], expr, indent)
 
-    def _strided_sum(self, tile: _Tile, dim: int) -> str:
-        """out[j] = Σ_k x[j + k·g] along ``dim`` (the reduction_dimx grouping): reshape and sum."""
-        g = self.bg.reduction_dimx
+    def _strided_sum(self, tile: _Tile, dim: int, groups: int | None = None) -> str:
+        """out[j] = Σ_k x[j + k·g] along ``dim`` (g: reduction_dimx, or a reduction's group size): reshape, sum."""
+        g = self.bg.reduction_dimx if groups is None else groups
         d = dim % len(tile.dims)
         n, p = tile.dims[d], tile.pad[d]
         if n % g or p % g or g & (g - 1) or padded(g) != g:
-            raise UnsupportedOpError(f"the Triton backend sums {n} entries to reduction_dimx {g} only when both are "
-                                     "powers of two, at least 16 (Triton's reshape keeps powers of two)")
+            raise UnsupportedOpError(f"the Triton backend sums {n} entries to {g} groups only when both are powers "
+                                     "of two, at least 16 (Triton's reshape keeps powers of two); use the CUDA "
+                                     "backend for this graph")
         shape = [*tile.pad[:d], p // g, g, *tile.pad[d + 1:]]
         return f"tl.sum(tl.reshape({self._neutral(tile)}, {tuple(shape)}), axis={d})"
+
+    def _running_max(self, node: Node, indent: int) -> None:
+        """[lab] reduction_max: the running max over ``dim`` and the loop, and diff = previous max − new max (0 at
+        i = 0, and after the loop), as the interpreter defines it; the running max is loop-carried."""
+        x = self.tiles[node.inputs[0]]
+        big, diff = node.outputs
+        d = node.attr("dim")
+        now = f"tl.max({self._neutral(x, NEG_INF)}, axis={d}, keep_dims=True)"
+        pad = " " * 4 * indent
+        if self.bg.tensors[node.inputs[0]].post_loop:
+            self._define(big, now, indent)
+            self._define(diff, f"s{big} - s{big}", indent)
+            return
+        self.carried.append(f"    run{big} = tl.full({self._padded(big)}, {NEG_INF}, tl.float32)")
+        self.lines.append(f"{pad}prev{big} = run{big}")
+        self.lines.append(f"{pad}run{big} = tl.maximum(prev{big}, {now})")
+        self._define(big, f"run{big}", indent)
+        self._define(diff, f"tl.where(i == 0, 0.0, prev{big} - run{big})", indent)
+
+    def _concat(self, a: _Tile, b: _Tile, dim: int) -> str:
+        """a ‖ b along ``dim``: joined on a new last axis, that axis moved before ``dim``, the two merged. Triton
+        reshapes powers of two only, so both halves must be unpadded (a power of two, at least 16)."""
+        d = dim % len(a.dims)
+        if a.dims != b.dims or a.pad[d] != a.dims[d]:
+            raise UnsupportedOpError(f"the Triton backend concatenates two tiles of one shape whose dim {d} is a "
+                                     f"power of two ≥ 16, not {a.dims} ‖ {b.dims}; use the CUDA backend for this "
+                                     "graph")
+        r = len(a.dims)
+        order = (*range(d), r, *range(d, r))  # the new axis (r) goes just before dim d
+        shape = (*a.pad[:d], 2 * a.pad[d], *a.pad[d + 1:])
+        return f"tl.reshape(tl.permute(tl.join({a.var}, {b.var}), {order}), {shape})"
+
+    def _padded(self, tid: int) -> tuple[int, ...]:
+        return tuple(padded(n) for n in self.bg.tensors[tid].dims)
 
     # -- accumulators ------------------------------------------------------------------------------------------
     def _contribution(self, node: Node) -> str:
@@ -204,7 +248,7 @@ class _Emitter:
     def _reset(self, node: Node) -> str:
         pad = tuple(padded(n) for n in self.bg.tensors[node.outputs[0]].dims)
         if node.op.spec.accum is not None and node.op.spec.accum.combine == "max":
-            return f"    s{node.outputs[0]} = tl.full({pad}, float(\"-inf\"), tl.float32)"
+            return f"    s{node.outputs[0]} = tl.full({pad}, {NEG_INF}, tl.float32)"
         return f"    s{node.outputs[0]} = tl.zeros({pad}, dtype=tl.float32)"
 
     def _finalize(self, node: Node) -> None:
@@ -226,13 +270,14 @@ class _Emitter:
         loop = [n for n in bg.nodes if n.op is Op.INPUT or (n.op is not Op.OUTPUT and not self._post(n))]
         after = [n for n in bg.nodes if n.op is not Op.INPUT and n.op is not Op.OUTPUT and self._post(n)]
         accums = [n for n in after if n.kind is Kind.ACCUM]
-        self.lines += [self._reset(n) for n in accums]
+        head = len(self.lines)
         self.lines.append(f"    for i in range(0, {bg.forloop_range}):")
         for node in loop:
             if node.op is Op.INPUT:
                 self._load(node)
             else:
                 self._compute(node, indent=2)
+        self.lines[head:head] = [self._reset(n) for n in accums] + self.carried
         for node in accums:
             self._accumulate(node)
         for node in after:
@@ -242,6 +287,8 @@ class _Emitter:
                 self._compute(node, indent=1)
         for node in bg.savers:
             self._store(node)
+        first = 2 + sum(bg.grid[a] > 1 for a in range(3))  # after the signature and the program ids
+        self.lines[first:first] = [f"    r{n} = tl.arange(0, {n})" for n in sorted(self.ranges)]
         return TritonKernel(self.name, ins + outs, "\n".join(self.lines))
 
     def _post(self, node: Node) -> bool:
@@ -258,10 +305,4 @@ def emit_kernel(bg: BlockGraph, name: str, in_strides: list[Dims], out_strides: 
                 dtype: str) -> TritonKernel:
     """``bg`` as a Triton kernel ``name``: loader i reads ``in{i}`` laid out with ``in_strides[i]``, saver i
     writes ``out{i}`` with ``out_strides[i]``; ``dtype`` is the graph's storage type ("float16", …)."""
-    if any(n.op is Op.REDUCTION_MAX or n.op is Op.CONCAT for n in bg.nodes):
-        op = next(n.op.value for n in bg.nodes if n.op in (Op.REDUCTION_MAX, Op.CONCAT))
-        raise UnsupportedOpError(f"the Triton backend cannot express {op} yet (kernel {name}): "
-                                 + ("Triton joins tensors only along a new leading dim (tl.join)" if op == "concat"
-                                    else "the running maximum across iterations needs a loop-carried pair")
-                                 + "; use the CUDA backend for this graph")
     return _Emitter(bg, name, in_strides, out_strides, dtype).emit()
