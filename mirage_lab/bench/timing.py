@@ -162,6 +162,7 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                     if generate_cuda(g, off) != default:
                         record(f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy)
                 record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy)
+                record("fused (triton)", partial(triton_callable, g), proxy)  # issue 22: the Triton backend
             best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
             if best is not None and best.is_file():
                 found = load(best)
@@ -181,6 +182,18 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                 tin = [torch.as_tensor(x, device="cuda") for x in inputs]
                 record("torch", partial(_bound, base, tin), None)
     return rows
+
+
+def triton_callable(graph: KernelGraph) -> Callable[..., Any]:
+    """``graph``'s Triton module as a callable on CuPy arrays (handed to torch by DLPack, without copies);
+    needs torch with CUDA and Triton on the device."""
+    import torch
+
+    from mirage_lab.codegen.triton import triton_module
+    from mirage_lab.codegen.triton.toolchain import load_module
+
+    module = load_module(triton_module(graph).source)
+    return lambda *arrays: module.run(*[torch.from_dlpack(a) for a in arrays])
 
 
 def _bound(fn: Callable[..., Any], args: list[Any]) -> Callable[..., Any]:
