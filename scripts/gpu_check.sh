@@ -30,7 +30,7 @@ step environment 60 "$PY" -c "import sys, numpy, cupy, mirage_lab; print(sys.ver
 print('numpy', numpy.__version__, 'cupy', cupy.__version__, 'usable', cupy.is_available())"
 step gpu_tests 170 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu \
   tests/codegen/test_gpu.py tests/verify/test_verify_gpu.py tests/semantics/test_backend.py tests/compat/test_kngraph.py \
-  tests/compat/test_arrays.py
+  tests/compat/test_arrays.py tests/codegen/test_triton.py
 # issue 6: measured kernel times beside the proxy: unfused CuPy, hand-fused (default, then no prefetch, no tensor
 # cores, no padding, plain loops), the search's best, reference μGraphs and PyTorch; the CSV is rewritten after
 # every row

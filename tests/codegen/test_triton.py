@@ -181,6 +181,8 @@ def test_the_backend_protocol_and_the_command_line(tmp_path: Path, capsys: pytes
 @pytest.mark.skipif(not cupy_available(), reason="needs CuPy and a CUDA device")
 @pytest.mark.parametrize("name", sorted(FUSED))
 def test_on_a_gpu_triton_runs_and_is_timed_beside_cuda(name: str) -> None:
+    pytest.importorskip("triton", reason="the device's Python lacks Triton (pip install 'mirage-lab[triton]')")
+    pytest.importorskip("torch", reason="the device's Python lacks torch (pip install 'mirage-lab[torch]')")
     graph = FUSED[name](1)
     inputs = random_inputs(graph, seed=0, scale=input_scale(name))
     times = {}
