@@ -201,13 +201,15 @@ pd.DataFrame({"notice": [str(w.message) for w in caught if issubclass(w.category
 #   finite-field testing, which is probabilistic (notebook 04 measures how strong it is).
 # * `warmup_iters` and `profile_iters` raise no new notice: the "no CUDA device" notice above covered them once.
 #
-# What mirage-lab does not do raises an error that names the alternative: other backends and the
-# persistent-kernel runtime (MPK). The reference's compile keywords in a call are taken, with a notice for
+# What mirage-lab does not do raises an error that names the alternative: the NKI backend (AWS Neuron) and the
+# persistent-kernel runtime (MPK). `backend="triton"` works (mirage-lab has a Triton backend: `ml.generate_triton`,
+# `mirage-lab codegen --backend triton`), and `optimized_graph.triton_call(inputs=...)` runs the Triton module — in
+# Triton's CPU interpreter here. The reference's compile keywords in a call are taken, with a notice for
 # what changes nothing here (`target_cc`: kernels are compiled for the device they run on):
 
 # %%
 for what, attempt in [
-    ("superoptimize(backend='triton')", lambda: graph.superoptimize(config="mlp", backend="triton")),
+    ("superoptimize(backend='nki')", lambda: graph.superoptimize(config="mlp", backend="nki")),
     ("mi.PersistentKernel(...)", lambda: mi.PersistentKernel(world_size=1)),
     ("import mirage_lab.mpk", lambda: __import__("mirage_lab.mpk")),
 ]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mirage_lab.arguments import checked_methods
-from mirage_lab.codegen import generate_cuda
+from mirage_lab.codegen import generate_cuda, generate_triton
 from mirage_lab.compat.keywords import SearchPlan, plan_search
 from mirage_lab.compat.notices import notice, unsupported
 from mirage_lab.compat.reference_api import compile_notices, generate_cuda_program
@@ -134,8 +134,8 @@ class KNGraph(KernelGraphBuilder):
                    f"{result.report.cap_note()}); returning the program itself, unfused")
             return KNGraph.from_graph(program, result)
         graphs = [c.graph for c in result.candidates]
-        best = self._runner.fastest(graphs[:TIMED], plan.warmup_iters, plan.profile_iters, plan.verbose) \
-            if plan.time_on_gpu else graphs[0]
+        best = self._runner.fastest(graphs[:TIMED], plan.warmup_iters, plan.profile_iters, plan.verbose,
+                                    plan.backend) if plan.time_on_gpu else graphs[0]
         if plan.checkpoint is not None:
             save_reference_checkpoint(graphs, plan.checkpoint)
         if plan.save_codes:
@@ -143,7 +143,9 @@ class KNGraph(KernelGraphBuilder):
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, generate_cuda(best))
             print(f"saved the best μGraph's CUDA to {path}")
-        return KNGraph.from_graph(best, result)
+        chosen = KNGraph.from_graph(best, result)
+        chosen.backend = plan.backend
+        return chosen
 
     # -- running -------------------------------------------------------------------
     def __call__(self, inputs: Sequence[Any] | None = None, outputs: Sequence[DTensor] | None = None,
@@ -169,15 +171,23 @@ class KNGraph(KernelGraphBuilder):
         if asked and graph.canonical_hash() not in self._asked:
             self._asked.add(graph.canonical_hash())
             compile_notices(**{k: v for k, v in asked.items() if k != "file_id"})
-        return self._runner.run(graph, inputs)
+        return self._runner.run(graph, inputs, self.backend)
 
     def cuda_call(self, **kwargs: Any) -> list[Any]:
         """The reference's name for calling the graph on CUDA: the same as ``graph(**kwargs)``."""
         return self(**kwargs)
 
-    def triton_call(self, **kwargs: Any) -> list[Any]:
-        raise unsupported("triton_call (the Triton backend)", "call the graph itself: graph(inputs=[...]) runs its "
-                          "generated CUDA")
+    def triton_call(self, inputs: Sequence[Any] | None = None, outputs: Sequence[DTensor] | None = None,
+                    **kwargs: Any) -> list[Any]:
+        """Run the graph's Triton module: its kernels on a CUDA device, Triton's CPU interpreter without one."""
+        if inputs is None:
+            raise InputError("pass the input arrays: graph.triton_call(inputs=[x, ...])")
+        backend = "triton" if self._runner.on_device() else "triton-interpreter"
+        return self._runner.run(self._frozen_with(outputs), inputs, backend)
+
+    def generate_triton_program(self, filepath: str) -> None:
+        """Write the graph's Triton module to ``filepath`` (the reference's ``cygraph.generate_triton_program``)."""
+        write_atomic(filepath, generate_triton(self.freeze()))
 
     def _frozen_with(self, outputs: Sequence[DTensor] | None) -> KernelGraph:
         if outputs is None:

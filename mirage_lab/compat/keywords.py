@@ -35,7 +35,8 @@ KEYWORDS: dict[str, str] = {
     "fmaps": "mapped: SearchConfig.fmap_set (each input picks any listed for-loop dim)",
     "franges": "mapped: SearchConfig.forloop_ranges (replaces the preset's)",
     "config": "mapped: the preset of that name (None → 'default'); a SearchConfig is accepted too",
-    "backend": "mapped: 'cuda' (timed on a GPU, cost-ranked without one); 'triton' and 'nki' raise",
+    "backend": "mapped: 'cuda' or 'triton' (candidates timed with it on a GPU, cost-ranked without one; the result "
+               "runs it on a GPU); 'nki' raises",
     "warmup_iters": "mapped: warm-up runs of each timed μGraph on a GPU; a notice without one",
     "profile_iters": "mapped: timed runs of each μGraph on a GPU; a notice without one",
     "verbose": "mapped: prints the search report and the ranking",
@@ -56,6 +57,7 @@ class SearchPlan:
 
     config: SearchConfig
     run_dir: str | bool = DEFAULT_ROOT
+    backend: str = "cuda"  # what the candidates are timed with, and what the result runs, on a GPU
     time_on_gpu: bool = False
     warmup_iters: int = 16
     profile_iters: int = 1000
@@ -93,18 +95,17 @@ def _check_blockdims(blockdims: Any) -> None:
                           "blockdims out")
 
 
-def _backend(given: dict[str, Any], gpu: bool) -> bool:
+def _backend(given: dict[str, Any], gpu: bool) -> str:
     backend = given.get("backend", "cuda")
     if backend not in BACKENDS:
-        raise InputError(f"backend={backend!r} is not a Mirage backend; use 'cuda'")
-    if backend != "cuda":
-        raise unsupported(f"backend={backend!r}", "use backend='cuda' (generated CUDA; `mirage-lab codegen "
-                          "--emulate` runs it on the CPU)")
+        raise InputError(f"backend={backend!r} is not a Mirage backend; use 'cuda' or 'triton'")
+    if backend == "nki":
+        raise unsupported("backend='nki' (AWS Neuron)", "use backend='cuda' or backend='triton'")
     if not gpu:
         timed = [k for k in ("warmup_iters", "profile_iters") if k in given]
         notice_once("no-gpu-ranking", "superoptimize: no CUDA device, so the μGraphs are ranked by mirage-lab's cost "
                     f"model rather than timed{' (' + ', '.join(timed) + ' unused)' if timed else ''}")
-    return gpu
+    return str(backend)
 
 
 def _known_settings(settings: dict[str, Any]) -> None:
@@ -120,7 +121,7 @@ def plan_search(given: dict[str, Any], settings: dict[str, Any], *, gpu: bool) -
     _known_settings(settings)
     _check_blockdims(given.get("blockdims"))
     config = _config(given, settings)
-    time_on_gpu = _backend(given, gpu)
+    backend = _backend(given, gpu)
     if "use_graph_dataset" in given:
         notice("superoptimize: use_graph_dataset: mirage-lab has no graph dataset; each search is cached in its "
                "run folder under runs/ and answered from there when asked again")
@@ -133,6 +134,6 @@ def plan_search(given: dict[str, Any], settings: dict[str, Any], *, gpu: bool) -
                "resumes and caches searches in its run folders, and writes a checkpoint only to a new file")
         checkpoint = None
     return SearchPlan(config=config, run_dir=DEFAULT_ROOT if given.get("use_cached_graphs", True) else False,
-                      time_on_gpu=time_on_gpu, warmup_iters=int(given.get("warmup_iters", 16)),
+                      backend=backend, time_on_gpu=gpu, warmup_iters=int(given.get("warmup_iters", 16)),
                       profile_iters=int(given.get("profile_iters", 1000)), verbose=bool(given.get("verbose", False)),
                       save_codes=bool(given.get("save_codes", False)), checkpoint=checkpoint)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mirage_lab.codegen import generate_cuda, plan_cuda
+from mirage_lab.codegen import generate_cuda, generate_triton, plan_cuda
 from mirage_lab.compat.arrays import TORCH_DTYPES
 from mirage_lab.compat.notices import notice, unsupported
 from mirage_lab.errors import InputError, UnsupportedOpError
@@ -22,7 +22,7 @@ from mirage_lab.semantics.backend import cupy_available
 
 __all__ = ["MPK", "InputNotFoundError", "MPKMetadata", "MirageModelConfig", "PersistentKernel",
            "bypass_compile_errors", "compile_notices", "convert_dtype_to_torch_type", "convert_torch_type_to_dtype",
-           "generate_cuda_program", "get_shared_memory_capacity", "global_config",
+           "generate_cuda_program", "generate_triton_program", "get_shared_memory_capacity", "global_config",
            "graph_dataset", "set_gpu_device_id"]
 
 
@@ -121,6 +121,14 @@ def generate_cuda_program(input_graph: Any, *, target_cc: int = 80,
                                "strides": list(contiguous_strides(g.tensors[t].dims))} for t in g.outputs],
         "target_cc": int(target_cc),
     }
+
+
+def generate_triton_program(input_graph: Any, *, target_cc: int = 80) -> dict[str, Any]:
+    """The Triton program of ``input_graph``, as the reference's dict: ``code`` (a module whose ``run(*inputs)``
+    takes torch tensors) and ``output_shapes``; one source serves every target (``target_cc`` is recorded)."""
+    g = as_graph(input_graph)
+    return {"code": generate_triton(g), "output_shapes": [list(t.dims) for t in g.output_types],
+            "target_cc": int(target_cc)}
 
 
 def convert_dtype_to_torch_type(type: Any) -> Any:

@@ -86,8 +86,9 @@ def test_the_reference_format_searches_the_same_space(tmp_path: Path, monkeypatc
 
 
 def test_unhonoured_keywords_raise_or_say_so() -> None:
-    with pytest.raises(UnsupportedFeatureError, match=r"backend='triton'.*backend='cuda'"):
-        plan_search({"backend": "triton"}, {}, gpu=False)
+    with pytest.raises(UnsupportedFeatureError, match=r"backend='nki'.*backend='cuda' or backend='triton'"):
+        plan_search({"backend": "nki"}, {}, gpu=False)
+    assert plan_search({"backend": "triton"}, {}, gpu=True).backend == "triton"
     with pytest.raises(InputError, match="not a Mirage backend"):
         plan_search({"backend": "tpu"}, {}, gpu=False)
     with pytest.raises(UnsupportedFeatureError, match="blockdims"):

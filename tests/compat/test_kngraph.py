@@ -239,7 +239,7 @@ def test_compile_checks_inputs_and_returns_the_program() -> None:
         graph.compile(inputs=inputs()[::-1])
 
 
-def test_more_of_the_reference_surface(tmp_path: Path) -> None:
+def test_more_of_the_reference_surface(tmp_path: Path, fresh_notices: None) -> None:
     graph = hand_fused()
     wrapped = mi.KNGraph(graph.freeze())  # the reference wraps its C++ graph the same way
     assert wrapped.freeze() == graph.freeze() and wrapped.get_error_message() == "No error"
@@ -251,5 +251,13 @@ def test_more_of_the_reference_surface(tmp_path: Path) -> None:
         out = graph.cuda_call(inputs=inputs(), target_cc=90, file_id=3)
     np.testing.assert_allclose(out[0].astype(np.float64), mi.interpret(rmsnorm_linear(), inputs())[0],
                                rtol=2e-2, atol=2e-2)
-    with pytest.raises(UnsupportedFeatureError, match="triton_call"):
-        graph.triton_call(inputs=inputs())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CompatNotice)
+        (tri,) = graph.triton_call(inputs=inputs())
+    assert cupy_available() or "Triton's CPU interpreter" in " ".join(str(w.message) for w in caught)
+    np.testing.assert_allclose(tri.astype(np.float64), out[0].astype(np.float64), rtol=2e-2, atol=2e-2)
+    assert tri.dtype == np.float16
+    program = mi.generate_triton_program(graph.cygraph, target_cc=90)
+    assert "def run(*inputs)" in program["code"] and program["output_shapes"] == [[8, 512]]
+    graph.generate_triton_program(str(tmp_path / "k.py"))
+    assert (tmp_path / "k.py").read_text() == program["code"]
