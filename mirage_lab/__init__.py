@@ -58,8 +58,7 @@ from mirage_lab.ir.io import load, save
 from mirage_lab.search import superoptimize
 from mirage_lab.semantics.interpret import interpret
 from mirage_lab.verify import verify
-
-__version__ = "0.1.0"
+from mirage_lab.version import __version__ as __version__
 
 __all__ = [
     "BlockGraph",

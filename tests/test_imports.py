@@ -102,7 +102,7 @@ def imports() -> list[Import]:
 
 def layer(module: str) -> int:
     parts = module.split(".")
-    if module == "mirage_lab":
+    if module in ("mirage_lab", "mirage_lab.__main__"):  # the package's face, and ``python -m mirage_lab``
         name = "api"
     elif len(parts) == 2 and not (ROOT / "mirage_lab" / parts[1]).is_dir() and parts[1] != "widgets":
         name = "base"

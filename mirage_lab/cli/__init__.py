@@ -35,6 +35,7 @@ from mirage_lab.cli.sources import FORMS, ProgramFileError
 from mirage_lab.errors import MirageError
 from mirage_lab.search.run_folder import DEFAULT_ROOT
 from mirage_lab.search.run_list import BEST_FOLDER
+from mirage_lab.version import __version__
 
 GRAPH_HELP = f"GRAPH: {FORMS}"
 
@@ -143,6 +144,7 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(prog="mirage-lab", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:10]))
+    p.add_argument("--version", action="version", version=f"mirage-lab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (_demo_parser, _search_parser, _verify_parser, _codegen_parser, _bench_parser, _report_parser,
                 _runs_parser):

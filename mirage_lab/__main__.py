@@ -1,0 +1,5 @@
+"""``python -m mirage_lab …`` is ``mirage-lab …``."""
+
+from mirage_lab.cli import main
+
+raise SystemExit(main())
