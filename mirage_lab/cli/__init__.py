@@ -67,7 +67,8 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=positive_seconds,
                    help="seconds; an interrupted search resumes from its run folder")
     p.add_argument("--executor", default="process", help="process (all cores), serial, or dask:ADDRESS")
-    p.add_argument("--runs", default="runs", help="root of the run folders, the search's cache (default ./runs)")
+    p.add_argument("--runs", default=DEFAULT_ROOT, help="root of the run folders, the search's cache (default "
+                   "$MIRAGE_LAB_RUNS, else ./runs)")
     p.add_argument("--out", help="write best.json and ranking.csv here (default: the run folder)")
     p.add_argument("--html", help="also write the run's static HTML report to this file")
     p.add_argument("--top", type=positive_int, default=10, help="ranked μGraphs to print")
@@ -129,7 +130,8 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list run folders (program, state, size, best μGraph); remove old ones",
                        description="List the run folders under ROOT. With --remove, delete those last written "
                                    "before --older-than (or --all); a folder a search holds is never touched.")
-    p.add_argument("root", nargs="?", default=DEFAULT_ROOT, help=f"the folder of run folders (default {DEFAULT_ROOT})")
+    p.add_argument("root", nargs="?", default=DEFAULT_ROOT, help="the folder of run folders (default "
+                   "$MIRAGE_LAB_RUNS, else ./runs)")
     p.add_argument("--remove", action="store_true", help="delete the selected run folders")
     p.add_argument("--older-than", type=age, metavar="AGE", help="select runs last written before AGE ago: 30m, 12h, "
                                                                    "7d, 2w (a bare number is days)")

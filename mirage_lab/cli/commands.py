@@ -19,6 +19,7 @@ from mirage_lab.cli.sources import Source, config_for, resolve
 from mirage_lab.errors import InputError
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.paths import output_dir, output_file, writing
+from mirage_lab.search.run_folder import runs_root
 
 if TYPE_CHECKING:
     from mirage_lab.codegen import CodegenOptions
@@ -62,7 +63,7 @@ def search(args: argparse.Namespace) -> int:
     from mirage_lab.ir.io import save
     from mirage_lab.search.runner import superoptimize
 
-    output_dir(args.runs, "root of the run folders (--runs)")
+    output_dir(runs_root(args.runs), "root of the run folders (--runs)")
     out_dir = output_dir(args.out, "--out folder") if args.out else None
     html = output_file(args.html, "HTML report (--html)") if args.html else None
     source = resolve(args.program)
@@ -241,11 +242,11 @@ def runs(args: argparse.Namespace) -> int:
             raise InputError("say which runs to remove: --older-than AGE (30m, 12h, 7d, 2w) or --all")
         done = remove_runs(args.root, older_than_s=args.older_than, everything=args.all, keep_best=args.keep_best,
                            dry_run=args.dry_run)
-        print(done.to_string(index=False) if len(done) else f"no run folder under {args.root} was selected")
+        print(done.to_string(index=False) if len(done) else f"no run folder under {runs_root(args.root)} was selected")
         return 0
     table = runs_table(args.root)
     if not len(table):
-        print(f"no run folders under {args.root}")
+        print(f"no run folders under {runs_root(args.root)}")
         return 0
     print(table.to_string(index=False, na_rep="-"))
     print(f"{len(table)} run folders, {table['MB'].sum():.1f} MB")

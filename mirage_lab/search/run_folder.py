@@ -57,7 +57,26 @@ from mirage_lab.search.config import SearchConfig
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.task_log import TaskLog, entry_name
 
-DEFAULT_ROOT = "runs"
+
+class _DefaultRoot(str):
+    """``"runs"``, marked as the default: a root given as this object means "not chosen" (``runs_root``)."""
+
+    __slots__ = ()
+
+
+#: where run folders go when nothing chooses: ``runs`` in the working directory
+DEFAULT_ROOT = _DefaultRoot("runs")
+#: an environment variable that moves the default root (the CLI's --runs and a run_dir= argument come first)
+RUNS_ENV = "MIRAGE_LAB_RUNS"
+
+
+def runs_root(root: str | os.PathLike[str] = DEFAULT_ROOT) -> str | os.PathLike[str]:
+    """``root`` as chosen: given explicitly, itself; left at the default, ``$MIRAGE_LAB_RUNS`` or ``./runs``."""
+    if root is DEFAULT_ROOT:
+        return os.environ.get(RUNS_ENV, "").strip() or str(DEFAULT_ROOT)
+    return root
+
+
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "mirage-lab/run-manifest"
 SUBFOLDERS = ("candidates",)

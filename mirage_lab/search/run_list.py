@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mirage_lab.errors import FormatError, InputError, MirageError, PathError
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.search.lock import RunLock, describe
-from mirage_lab.search.run_folder import DEFAULT_ROOT, RunFolder
+from mirage_lab.search.run_folder import DEFAULT_ROOT, RunFolder, runs_root
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,7 +58,7 @@ class RunInfo:
 
 def run_folders(root: str | os.PathLike[str] = DEFAULT_ROOT) -> list[Path]:
     """The run folders directly under ``root`` (named ``<program hash>-<config hash>``, holding program.json)."""
-    base = Path(root)
+    base = Path(runs_root(root))
     if not base.exists():
         return []
     if not base.is_dir():

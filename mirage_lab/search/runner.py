@@ -57,7 +57,15 @@ from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
 from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.result import SearchResult
-from mirage_lab.search.run_folder import CHANGED, DEFAULT_ROOT, MISSING, RunFolder, check_place, events_file
+from mirage_lab.search.run_folder import (
+    CHANGED,
+    DEFAULT_ROOT,
+    MISSING,
+    RunFolder,
+    check_place,
+    events_file,
+    runs_root,
+)
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
@@ -87,7 +95,7 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     ``config`` is a ``SearchConfig`` or a preset name; keyword ``overrides`` change its fields.
     ``executor`` is "process" (default: a local process pool over all cores), "serial", or any
     ``concurrent.futures.Executor`` such as Dask's ``client.get_executor()``. ``run_dir`` is the
-    root of the run folders (default ``./runs``); ``False`` keeps nothing on disk.
+    root of the run folders (default ``$MIRAGE_LAB_RUNS``, else ``./runs``); ``False`` keeps nothing on disk.
     """
     prog = as_graph(program)
     cfg = preset(config or "default") if isinstance(config, str | None) else config
@@ -98,6 +106,8 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     check_executor(executor)
     if not isinstance(run_dir, str | os.PathLike | bool | None):
         raise InputError(f"run_dir must be a folder path, or False to keep nothing, got {type(run_dir).__name__}")
+    if isinstance(run_dir, str | os.PathLike):
+        run_dir = runs_root(run_dir)
     with small_pages():  # (the frontier's and the serial executor's arrays)
         return _Search(prog, cfg, executor, run_dir, progress, cap).run()
 
@@ -132,7 +142,7 @@ def run_folder_path(program: Any, config: SearchConfig | str | None = None,
     """
     cfg = preset(config or "default") if isinstance(config, str | None) else config
     folder_hash = cfg.replace(**{k: None for k in BUDGETS}).hash()
-    return Path(run_dir) / RunFolder.name_for(as_graph(program).canonical_hash(), folder_hash)
+    return Path(runs_root(run_dir)) / RunFolder.name_for(as_graph(program).canonical_hash(), folder_hash)
 
 
 class _Search:
