@@ -10,6 +10,8 @@ Mirage's own Python API works unchanged (``import mirage_lab as mi``): ``g.super
 returns the best μGraph, callable with ``inputs=[...]`` (``mirage_lab.compat``, docs/compat.md).
 """
 
+from typing import Any
+
 from mirage_lab import absexpr, bench, search
 from mirage_lab.codegen import compile, generate_cuda, generate_triton
 from mirage_lab.compat import (
@@ -55,10 +57,25 @@ from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.dtype import DType, bfloat16, float16, float32, float64
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.io import load, save
+from mirage_lab.ir.nxgraph import to_networkx
 from mirage_lab.search import superoptimize
 from mirage_lab.semantics.interpret import interpret
 from mirage_lab.verify import verify
 from mirage_lab.version import __version__ as __version__
+
+
+def to_graphviz(graph: Any, level: str = "all", title: str = "") -> Any:
+    """The μGraph as a ``graphviz.Digraph``, drawn as the viewer draws it (``mirage_lab.widgets.dot_graph``).
+
+    ``level="all"`` nests each custom kernel's block graph, ``"kernel"`` draws the kernel graph alone; it renders
+    inline in Jupyter and restyles as any Digraph (``d.graph_attr["rankdir"] = "LR"``). Needs the lab extra.
+    """
+    try:
+        from mirage_lab.widgets.dot_graph import to_graphviz as draw
+    except ImportError as e:  # the notebook layer's packages (graphviz, anywidget, ...) are the lab extra's
+        raise MirageError(f"ml.to_graphviz needs the lab extra ({e}): pip install 'mirage-lab[lab]'") from None
+    return draw(graph, level, title)
+
 
 __all__ = [
     "BlockGraph",
@@ -82,6 +99,8 @@ __all__ = [
     "save",
     "search",
     "superoptimize",
+    "to_graphviz",
+    "to_networkx",
     "verify",
 ]
 # the reference's names, for scripts that `import mirage_lab as mi` (docs/compat.md)

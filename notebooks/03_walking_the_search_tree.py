@@ -22,6 +22,7 @@
 # %%
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 from IPython.display import HTML, display
@@ -275,6 +276,42 @@ else:
     (ref_out,) = ml.interpret(ref, [x, w])
     print("reference graph matches the program:", np.allclose(ref_out, want))
     display(mw.GraphDiff(best, ref, labels=("found here", "reference")).to_frame().query("not same"))
+
+# %% [markdown]
+# ## 8 · The tree as a networkx graph: your own questions
+#
+# `ml.search.search_tree(res)` gives the whole run as a `networkx.DiGraph`: a node per state the search entered
+# (key: its event id) and a leaf per pruning event, each with its `depth`, `verdict`, `reason`, `rule` and `n`
+# (how many rejected children the event stands for: the search counts most prunes per state). Any networkx
+# algorithm or pandas query then answers a question the views do not ask. Here: **which rule pruned most at
+# each depth?** And `ml.to_networkx(best)` / `ml.to_graphviz(best)` give the winning μGraph the same way.
+
+# %%
+tree = ml.search.search_tree(res)
+print(repr(tree))
+nodes = pd.DataFrame.from_dict(dict(tree.nodes(data=True)), orient="index")
+pruned = nodes[nodes.kind == "pruned"]
+by_depth = pruned.pivot_table(index="depth", columns="rule", values="n", aggfunc="sum", fill_value=0)
+by_depth["most"] = by_depth.idxmax(axis=1)
+by_depth
+
+# %%
+# the deepest verified candidate, and how many states lie on its path from the root
+verified = nodes[nodes.verdict == "candidate:verified"]
+deepest = verified.depth.idxmax()
+print(f"{len(verified)} verified; deepest at depth {verified.depth.max()}:",
+      " → ".join(nx.shortest_path(tree, tree.graph["root"], deepest)))
+
+# %%
+mugraph = ml.to_networkx(best)
+custom = next(k for k in mugraph if mugraph.nodes[k]["op"] == "customized")
+body = mugraph.nodes[custom]["body"]
+print(repr(mugraph), "\n", repr(body))
+pd.DataFrame([{"op": a["op"], "shape": a["shape"], "imap": a.get("imap"), "fmap": a.get("fmap"), "omap": a.get("omap")}
+              for _, a in body.nodes(data=True)])
+
+# %%
+ml.to_graphviz(best, level="all")
 
 # %% [markdown]
 # **Next:** notebook 04 opens the verifier that accepted this candidate.

@@ -1,4 +1,5 @@
-"""DOT to SVG: graphviz ``dot`` when it is installed, else a small layered layout in pure Python.
+"""DOT to SVG: graphviz ``dot`` (through the graphviz package) when it is installed, else a small layered layout
+in pure Python. ``digraph`` turns the DOT of ``widgets.draw`` into the ``graphviz.Digraph`` both use.
 
 The fallback keeps the element ids and classes of graphviz's output (``<g id=".." class="node">``,
 ``class="cluster"``), so views and tests work the same either way; it is plainer (straight edges,
@@ -11,13 +12,12 @@ import functools
 import html
 import re
 import shutil
-import subprocess
+from typing import Any
 
+import graphviz
 import networkx as nx
 
-from mirage_lab.errors import MirageError
-
-DOT_TIMEOUT_S = 30
+from mirage_lab.errors import InputError, MirageError
 
 
 def have_dot() -> bool:
@@ -33,15 +33,61 @@ def render_svg(dot: str, engine: str = "auto") -> str:
 
 
 def _with_dot(dot: str) -> str:
-    exe = shutil.which("dot")
-    if exe is None:
+    if not have_dot():
         raise MirageError("graphviz's `dot` is not installed; install it (Debian: apt-get install graphviz, or run "
                           "scripts/install_system_deps.sh) or pass engine='python' for the built-in layout")
-    proc = subprocess.run([exe, "-Tsvg"], input=dot.encode(), capture_output=True, timeout=DOT_TIMEOUT_S, check=False)
-    if proc.returncode != 0:
-        raise MirageError(f"graphviz dot failed: {proc.stderr.decode(errors='replace').strip()}")
-    svg = proc.stdout.decode()
+    try:
+        svg = digraph(dot).pipe(format="svg", encoding="utf-8")
+    except graphviz.CalledProcessError as e:
+        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else str(e.stderr or "")
+        raise MirageError(f"graphviz dot failed: {stderr.strip()}") from None
     return svg[svg.index("<svg"):]  # drop the XML prolog and doctype so the SVG can be inlined in HTML
+
+
+# --------------------------------------------------------------------------- DOT as a graphviz.Digraph
+
+_DEFAULTS = re.compile(r"^\s*(graph|node|edge) \[(.*)\];?\s*$")
+_ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|<.*>|[^\s\]]+)')
+
+
+class MuGraphDigraph(graphviz.Digraph):
+    """A ``graphviz.Digraph`` of a μGraph drawing, with a readable repr and a fallback picture without ``dot``."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
+        if have_dot():
+            return super()._repr_mimebundle_(include, exclude, **kwargs)
+        return {"image/svg+xml": fallback_svg(self.source)}
+
+    def __repr__(self) -> str:
+        nodes = sum(1 for line in self.body if re.match(r"\s*\w+ \[id=", line))
+        edges = sum(1 for line in self.body if " -> " in line)
+        title = html.unescape(str(self.graph_attr.get("label", ""))).strip('"')
+        return f"MuGraphDigraph({title!r}: {nodes} nodes, {edges} edges; .source for DOT, .pipe(format='svg'))"
+
+
+def _attrs(text: str) -> dict[str, str]:
+    out = {}
+    for key, value in _ATTR.findall(text):
+        # a quoted value keeps its DOT escapes (graphviz leaves escaped quotes and backslash escapes alone)
+        out[key] = value[1:-1] if value.startswith('"') else value
+    return out
+
+
+def digraph(dot: str, name: str = "G") -> MuGraphDigraph:
+    """The ``graphviz.Digraph`` of a DOT source written by ``widgets.draw`` (not a general DOT reader)."""
+    lines = dot.strip().splitlines()
+    if not lines or not lines[0].lstrip().startswith("digraph") or lines[-1].strip() != "}":
+        raise InputError("expected a DOT digraph as widgets.draw writes it ('digraph G {' … '}')")
+    defaults: dict[str, dict[str, str]] = {"graph": {}, "node": {}, "edge": {}}
+    body = []
+    for line in lines[1:-1]:
+        m = _DEFAULTS.match(line) if not line.startswith("    ") else None
+        if m and not defaults[m.group(1)]:  # the header's defaults (a cluster's own lines are indented deeper)
+            defaults[m.group(1)] = _attrs(m.group(2))
+        else:
+            body.append(line + "\n")
+    return MuGraphDigraph(name=name, graph_attr=defaults["graph"], node_attr=defaults["node"],
+                          edge_attr=defaults["edge"], body=body)
 
 
 # --------------------------------------------------------------------------- fallback layout
