@@ -31,6 +31,9 @@ graph = ml.bench.fused.FUSED["rmsnorm"](1)
 viewer = mw.MuGraphViewer(graph)
 html = static_viewer_html(graph)
 assert "<svg" in html and len(html) > 1000
+program = ml.bench.programs.rmsnorm(1)
+assert ml.to_networkx(program).number_of_nodes() == len(program.nodes)
+assert "digraph" in ml.to_graphviz(program).source
 print(f"imported {len(names)} modules; viewer {type(viewer).__name__}; static page {len(html)} chars")
 """
 
