@@ -15,6 +15,7 @@ GRAPH arguments are described in ``mirage_lab/cli/sources.py`` (``mirage-lab sea
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -72,7 +73,6 @@ def _search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="write best.json and ranking.csv here (default: the run folder)")
     p.add_argument("--html", help="also write the run's static HTML report to this file")
     p.add_argument("--top", type=positive_int, default=10, help="ranked μGraphs to print")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=commands.search)
 
 
@@ -151,7 +151,32 @@ def parser() -> argparse.ArgumentParser:
     for add in (_demo_parser, _search_parser, _verify_parser, _codegen_parser, _bench_parser, _report_parser,
                 _runs_parser):
         add(sub)
+    for command in sub.choices.values():  # the conventions every subcommand shares
+        command.add_argument("-q", "--quiet", action="store_true", help="no progress bars; only errors are logged")
+        command.add_argument("-v", "--verbose", action="count", default=0,
+                             help="log what the library does (-v: info, -vv: debug)")
     return p
+
+
+def _logging(verbose: int, quiet: bool) -> None:
+    """The library logs through ``logging.getLogger(__name__)``; the command line shows its records on stderr:
+    warnings by default, errors only with -q, info with -v, debug with -vv."""
+    level = logging.ERROR if quiet else logging.WARNING if not verbose else logging.INFO if verbose == 1 \
+        else logging.DEBUG
+    log = logging.getLogger("mirage_lab")
+    log.setLevel(level)
+    if not any(isinstance(h, _CliHandler) for h in log.handlers):
+        handler = _CliHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("mirage-lab: %(message)s"))
+        log.addHandler(handler)
+
+
+class _CliHandler(logging.StreamHandler):  # type: ignore[type-arg, unused-ignore]
+    """The command line's handler (one, however often ``main`` runs in a process)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr  # whatever stderr is now (tests swap it)
+        super().emit(record)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -160,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"mirage-lab: error: {e}", file=sys.stderr)
         return 2
+    _logging(args.verbose, args.quiet)
     try:
         return int(args.func(args))
     except MirageError as e:

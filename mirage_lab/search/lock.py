@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import logging
 import os
 import socket
 import sys
@@ -40,8 +41,12 @@ except ImportError:  # pragma: no cover - Windows
 LOCK = "lock"
 
 
+LOG = logging.getLogger(__name__)
+
+
 def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """Say that the search waits for another (a warning: shown without any logging set up)."""
+    LOG.warning(line)
 
 
 def describe(holder: dict[str, Any] | None) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -36,6 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any
 
+LOG = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -113,7 +115,7 @@ def process_pool(workers: int | None = None) -> cf.Executor | None:
     except (OSError, BrokenProcessPool, RuntimeError) as e:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-        print(f"mirage-lab: cannot start a process pool here ({type(e).__name__}: {e}); searching in this "
-              "process instead (pass executor='serial' to skip trying)", file=sys.stderr, flush=True)
+        LOG.warning(f"cannot start a process pool here ({type(e).__name__}: {e}); searching in this process "
+                    "instead (pass executor='serial' to skip trying)")
         return None
     return pool

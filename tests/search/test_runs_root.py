@@ -46,3 +46,22 @@ def test_version_and_python_dash_m(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
+
+
+@pytest.mark.parametrize("command", ["demo", "search", "verify", "codegen", "bench", "report", "runs"])
+def test_every_subcommand_takes_quiet_and_verbose(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    assert "-q, --quiet" in text and "-v, --verbose" in text
+
+
+def test_the_library_logs_and_the_cli_shows_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    main(["runs", "-q", str(tmp_path)])
+    logging.getLogger("mirage_lab.search.pool").warning("a warning from the library")
+    assert "a warning from the library" not in capsys.readouterr().err  # -q: errors only
+    main(["runs", "-v", str(tmp_path)])
+    logging.getLogger("mirage_lab.search.pool").info("some news")
+    assert "mirage-lab: some news" in capsys.readouterr().err
