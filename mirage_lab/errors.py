@@ -57,3 +57,7 @@ class RunFolderError(MirageError, RuntimeError):
 
 class CacheError(MirageError, RuntimeError):
     """A private cache directory is not ours (another owner, or open to other users) and cannot be made safe."""
+
+
+class DependencyError(MirageError, RuntimeError):
+    """A package or system program a feature needs is missing or broken; the message names how to install it."""

@@ -277,7 +277,7 @@ fig.add_hline(y=smem_plan.peak, line_dash="dash", annotation_text=f"peak {smem_p
 fig.update_layout(title=f"Shared-memory plan ({smem_plan.strategy}): {smem_plan.peak} B instead of "
                         f"{smem_plan.naive} B without reuse", xaxis_title="schedule step",
                   yaxis_title="byte offset", height=420)
-go.FigureWidget(fig)
+fig
 
 # %%
 # the plan's invariant: buffers whose lifetimes overlap never share a byte

@@ -17,6 +17,7 @@
 
 # %%
 import sys
+import tempfile
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -30,6 +31,7 @@ import mirage_lab as ml
 from mirage_lab import widgets as mw
 from mirage_lab.search.candidates import grid_candidates
 from mirage_lab.search.config import PRESETS, preset
+from mirage_lab.widgets import plots
 
 ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "pyproject.toml").is_file())
 DATA = ROOT / "data"
@@ -195,15 +197,16 @@ display(grid)
 fig = make_subplots(rows=1, cols=2, subplot_titles=("for-loop range F", "grid divisor"),
                     specs=[[{"secondary_y": True}, {"secondary_y": True}]])
 for col, df in ((1, forloop), (2, grid)):
-    fig.add_trace(go.Bar(x=df["label"], y=df["states"], name="states", marker_color="#1f77b4",
+    fig.add_trace(go.Bar(x=df["label"], y=df["states"], name="states", marker_color=plots.OKABE_ITO["blue"],
                          showlegend=col == 1), row=1, col=col)
-    fig.add_trace(go.Bar(x=df["label"], y=df["verified"], name="verified", marker_color="#2ca02c",
+    fig.add_trace(go.Bar(x=df["label"], y=df["verified"], name="verified", marker_color=plots.OKABE_ITO["bluish green"],
                          showlegend=col == 1), row=1, col=col)
     fig.add_trace(go.Scatter(x=df["label"], y=df["best_proxy_us"], name="best proxy µs", mode="lines+markers",
-                             marker_color="#d62728", showlegend=col == 1), row=1, col=col, secondary_y=True)
+                             marker_color=plots.OKABE_ITO["vermillion"], showlegend=col == 1), row=1, col=col,
+                  secondary_y=True)
 fig.update_yaxes(type="log", title_text="count", secondary_y=False)
 fig.update_yaxes(title_text="proxy µs (H100)", secondary_y=True, rangemode="tozero")
-go.FigureWidget(fig.update_layout(barmode="group", height=420, title="Search sweeps (live)"))
+fig.update_layout(barmode="group", height=420, title="Search sweeps (live)")
 
 # %%
 sweeps = pd.concat([forloop, grid])
@@ -302,6 +305,23 @@ pruning.pivot_table(index="case", columns="pruning", values=["states", "seconds"
 
 # %%
 mw.pruning_figure(BENCH)
+
+# %% [markdown]
+# **For a paper.** Every figure here is a plain plotly `Figure` (it shows in JupyterLab, VS Code, an HTML
+# export and on GitHub); `mw.save_figure` writes one as PDF, SVG or PNG in a print style (Liberation Sans,
+# sizes that read at 7 in wide, the Okabe–Ito colours that colour-blind readers tell apart). It needs
+# kaleido (the `lab` extra) and a Chrome or Chromium; `mirage-lab report RUN --figures DIR` does the same
+# for every figure of a search run.
+
+# %%
+if plots.browser_path() is None:
+    print("no Chrome/Chromium here: sudo bash scripts/install_system_deps.sh, then mw.save_figure works")
+else:
+    paper = Path(tempfile.mkdtemp(prefix="mirage-lab-figures-"))
+    saved = mw.save_figures({paper / "pruning.pdf": mw.pruning_figure(BENCH), paper / "pruning.svg":
+                             mw.pruning_figure(BENCH)}, width=500, height=320, title=False)
+    assert saved[0].read_bytes().startswith(b"%PDF")
+    print(*(f"{p.name}: {p.stat().st_size / 1024:.0f} KiB" for p in saved), sep="\n")
 
 # %% [markdown]
 # ## 6 · Beyond one machine: projected scaling

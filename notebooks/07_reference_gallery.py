@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.express as px
-import plotly.graph_objects as go
 from IPython.display import HTML, display
 
 import mirage_lab as ml
@@ -118,7 +117,6 @@ assert per_file["graphs"].sum() == sum(len(gs) for gs in gallery.values())
 fig = px.histogram(graphs, x="file", color=graphs["kernels"].astype(str), barmode="stack",
                    labels={"color": "kernels"}, title=f"Graphs per file, by number of kernels ({SOURCE})")
 fig.update_layout(xaxis_tickangle=-35, height=420)
-go.FigureWidget(fig)
 
 # %% [markdown]
 # ## 3 · A few drawings

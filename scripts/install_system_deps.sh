@@ -2,6 +2,8 @@
 # System packages the tests and the demo use beyond the virtual environment (docs/DESIGN §3):
 #   graphviz  — `dot`, to draw μGraphs as SVG (widgets fall back to a pure-Python layout without it)
 #   chromium  — Debian's /usr/bin/chromium, driven by Playwright in tests/browser (never `playwright install`)
+#               and by kaleido for static figure export (mw.save_figure, mirage-lab report --figures), which
+#               finds it on PATH as `chromium` (or the binary BROWSER_PATH names)
 #
 # Idempotent and quick when everything is present (no apt call at all). Installs with apt-get only
 # when running as root (or with password-less sudo) on a Debian/Ubuntu machine; everywhere else it

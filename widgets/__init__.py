@@ -8,23 +8,27 @@ evidence, cost estimates, timing tables); it computes nothing a script could not
     mw.SearchExplorer(result)            # step through a run's events; why each branch died
     mw.VerificationInspector(ml.verify(candidate, program))
     mw.GraphDiff(a, b, labels=("found", "reference"))
-    mw.timing_figure(...), mw.ablation_figure(...), mw.roofline_figure(...)
+    mw.timing_figure(...), mw.ablation_figure(...), mw.roofline_figure(...)   # plotly Figures
+    mw.save_figure(fig, "ablation.pdf")    # PDF, SVG or PNG in a print style
     mw.export_html(result, "report.html")   # every view, static, for sharing
 """
 
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer import SearchExplorer
 from mirage_lab.widgets.explorer_state import ExplorerState
-from mirage_lab.widgets.export import export_html
+from mirage_lab.widgets.export import export_html, run_figures
 from mirage_lab.widgets.graph_view import GraphView
 from mirage_lab.widgets.inspector import VerificationInspector
 from mirage_lab.widgets.plots import (
     ablation_figure,
     cost_model_timing_frame,
+    print_style,
     pruning_figure,
     pruning_frame,
     roofline_figure,
     roofline_frame,
+    save_figure,
+    save_figures,
     search_bench_frame,
     speedup_figure,
     sweep_frame,
@@ -44,10 +48,14 @@ __all__ = [
     "ablation_figure",
     "cost_model_timing_frame",
     "export_html",
+    "print_style",
     "pruning_figure",
     "pruning_frame",
     "roofline_figure",
     "roofline_frame",
+    "run_figures",
+    "save_figure",
+    "save_figures",
     "search_bench_frame",
     "speedup_figure",
     "static_viewer_html",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 
 import mirage_lab as ml
 from mirage_lab.codegen import CompileError, generate_cuda, nvcc_available, nvcc_ptx
@@ -56,12 +57,7 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
     ``ptx=False`` skips compiling the generated CUDA with nvcc.
     """
     st = ExplorerState(run, progress=progress)
-    result = st.folder.read("result.json")
-    if result is None:
-        raise InputError(f"{st.path} has no result.json: the search did not finish; resume it by running the "
-                         "same search with the same run_dir, then export")
-    report = SearchReport.from_dict(result["report"])
-    ranked = [c for c in ranked_candidates(st.folder, result["ranking"]) if c is not None]
+    result, report, ranked = _finished(st)
     name = title or f"mirage-lab search · {st.path.name}"
     parts = [f"<h1>{html.escape(name)}</h1>", _summary(st, report),
              "<h2>Verified μGraphs, best first</h2>", _ranking(ranked, result.get("costs", {}))]
@@ -78,6 +74,25 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
     doc = (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(name)}</title>'
            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
     return write_atomic(Path(path), doc)
+
+
+def run_figures(run: Any, progress: bool = False) -> dict[str, go.Figure]:
+    """The figures of a finished search run's report (``export_html``'s plots), by name: ``ablation`` (states,
+    the time split and the best cost) and, when the run verified a μGraph, ``roofline`` (the program and the best
+    μGraph on H100, proxy). ``run``: a SearchResult or a run folder. Save them with ``save_figures``."""
+    st = ExplorerState(run, progress=progress)
+    result, report, ranked = _finished(st)
+    return _figures(st, report, ranked, result.get("costs", {}))
+
+
+def _finished(st: ExplorerState) -> tuple[dict[str, Any], SearchReport, list[Any]]:
+    """A finished run's result.json, its report and its ranked candidates (best first)."""
+    result = st.folder.read("result.json")
+    if result is None:
+        raise InputError(f"{st.path} has no result.json: the search did not finish; resume it by running the "
+                         "same search with the same run_dir, then export")
+    ranked = [c for c in ranked_candidates(st.folder, result["ranking"]) if c is not None]
+    return result, SearchReport.from_dict(result["report"]), ranked
 
 
 def _summary(st: ExplorerState, report: SearchReport) -> str:
@@ -157,12 +172,16 @@ def _path(st: ExplorerState, best: Any) -> str:
     return f'<ol class="mx-path">{"".join(items)}</ol>'
 
 
-def _plots(st: ExplorerState, report: SearchReport, ranked: list[Any], costs: dict[str, float]) -> str:
+def _figures(st: ExplorerState, report: SearchReport, ranked: list[Any],
+             costs: dict[str, float]) -> dict[str, go.Figure]:
     res = SearchResult(st.program, st.config, ranked, report, st.path, costs)
-    figs = [ablation_figure(sweep_frame({"this run": res}), title="This run: states, time split, best cost")]
+    figs = {"ablation": ablation_figure(sweep_frame({"this run": res}),
+                                        title="This run: states, time split, best cost")}
     if ranked:
-        figs.append(roofline_figure({"program": st.program, "best": ranked[0].graph}, "H100"))
-    out = []
-    for i, fig in enumerate(figs):
-        out.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
-    return "".join(out)
+        figs["roofline"] = roofline_figure({"program": st.program, "best": ranked[0].graph}, "H100")
+    return figs
+
+
+def _plots(st: ExplorerState, report: SearchReport, ranked: list[Any], costs: dict[str, float]) -> str:
+    figs = _figures(st, report, ranked, costs).values()
+    return "".join(fig.to_html(full_html=False, include_plotlyjs=(i == 0)) for i, fig in enumerate(figs))

@@ -1,4 +1,5 @@
-"""Plots for notebooks (``mirage_lab.widgets.plots``): plotly FigureWidgets over tidy pandas DataFrames.
+"""Plots for notebooks (``mirage_lab.widgets.plots``): plain plotly Figures over tidy pandas DataFrames
+(``widget=True`` for a FigureWidget with Python callbacks); ``save_figure`` writes one as PDF, SVG or PNG for print.
 
 Each figure has a companion ``*_frame`` that builds its table from the engine's data without plotly:
 
@@ -7,7 +8,8 @@ Each figure has a companion ``*_frame`` that builds its table from the engine's 
   ``speedup_figure``;
 * ablations — ``search_bench_frame`` / ``pruning_frame`` (benchmarks/search.py JSON), ``sweep_frame``
   (label → SearchResult / SearchReport), ``ablation_figure``, ``pruning_figure``;
-* roofline — ``roofline_frame``, ``roofline_figure``.
+* roofline — ``roofline_frame``, ``roofline_figure``;
+* print — ``save_figure`` / ``save_figures`` (PDF, SVG, PNG via kaleido), ``print_style``.
 """
 
 from .plots_ablation import (
@@ -18,21 +20,29 @@ from .plots_ablation import (
     search_bench_frame,
     sweep_frame,
 )
+from .plots_export import FORMATS, browser_path, print_style, save_figure, save_figures
 from .plots_roofline import ROOFLINE_COLUMNS, roofline_figure, roofline_frame
-from .plots_style import ROLE_COLORS
+from .plots_style import OKABE_ITO, PALETTE, ROLE_COLORS
 from .plots_timing import TIMING_COLUMNS, cost_model_timing_frame, speedup_figure, timing_figure, timing_frame
 
 __all__ = [
+    "FORMATS",
+    "OKABE_ITO",
+    "PALETTE",
     "ROLE_COLORS",
     "ROOFLINE_COLUMNS",
     "SWEEP_COLUMNS",
     "TIMING_COLUMNS",
     "ablation_figure",
+    "browser_path",
     "cost_model_timing_frame",
+    "print_style",
     "pruning_figure",
     "pruning_frame",
     "roofline_figure",
     "roofline_frame",
+    "save_figure",
+    "save_figures",
     "search_bench_frame",
     "speedup_figure",
     "sweep_frame",

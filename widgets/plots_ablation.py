@@ -23,7 +23,7 @@ from mirage_lab.errors import InputError
 from mirage_lab.optimize import proxy_cost
 from mirage_lab.search import SearchReport, SearchResult
 
-from .plots_style import PALETTE, PRUNING_COLORS, TIME_COLORS, fmt, require_columns, widget
+from .plots_style import GREY, OKABE_ITO, PRUNING_COLORS, ROLE_COLORS, TIME_COLORS, finish, fmt, require_columns
 
 __all__ = ["SWEEP_COLUMNS", "ablation_figure", "pruning_figure", "pruning_frame", "search_bench_frame",
            "sweep_frame"]
@@ -135,7 +135,7 @@ def _hover(r: Any) -> str:
 
 
 def ablation_figure(source: pd.DataFrame | Mapping[str, Any] | str | os.PathLike[str],
-                    title: str = "Search ablation") -> go.FigureWidget:
+                    title: str = "Search ablation", widget: bool = False) -> go.Figure | go.FigureWidget:
     """Three panels per configuration: explored states (log), seconds (wall and the time split, summed
     over workers), best proxy cost (with the unfused program's when known). ``source``: a frame with
     ``SWEEP_COLUMNS``, a sweep mapping (``sweep_frame``) or the search benchmark JSON (``search_bench_frame``)."""
@@ -149,30 +149,32 @@ def ablation_figure(source: pd.DataFrame | Mapping[str, Any] | str | os.PathLike
     hover = [_hover(r) for r in df.itertuples()]
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=("explored states", "search time", "best μGraph (proxy cost)"))
-    colors = [PALETTE[i % len(PALETTE)] for i in range(len(df))]
-    fig.add_trace(go.Bar(x=df["label"], y=df["states"], marker_color=colors, hovertext=hover, hoverinfo="text",
-                         showlegend=False), row=1, col=1)
+    # one colour per quantity, none per configuration (the shared x axis links the panels), so no bar is read
+    # as a time component; the best found is coloured as "search best" and the unfused program as its baseline
+    fig.add_trace(go.Bar(x=df["label"], y=df["states"], marker_color=OKABE_ITO["blue"], hovertext=hover,
+                         hoverinfo="text", showlegend=False), row=1, col=1)
     for col, name in (("wall_s", "wall"), ("enumeration_s", "enumeration"), ("oracle_s", "oracle"),
                       ("verification_s", "verification")):
         if df[col].notna().any():
             fig.add_trace(go.Bar(x=df["label"], y=df[col], name=f"{name} (s)", marker_color=TIME_COLORS[col],
                                  legendgroup="time", hovertext=hover, hoverinfo="text"), row=2, col=1)
     fig.add_trace(go.Scatter(x=df["label"], y=df["best_proxy_us"], mode="markers", name="best found (µs)",
-                             marker={"size": 10, "color": colors, "symbol": "diamond"}, hovertext=hover,
-                             hoverinfo="text"), row=3, col=1)
+                             marker={"size": 10, "color": ROLE_COLORS["search best"], "symbol": "diamond"},
+                             hovertext=hover, hoverinfo="text"), row=3, col=1)
     if df["unfused_proxy_us"].notna().any():
         fig.add_trace(go.Scatter(x=df["label"], y=df["unfused_proxy_us"], mode="markers", name="unfused (µs)",
-                                 marker={"size": 9, "color": "#7f7f7f", "symbol": "line-ew-open",
+                                 marker={"size": 9, "color": ROLE_COLORS["unfused baseline"], "symbol": "line-ew-open",
                                          "line": {"width": 3}}, hovertext=hover, hoverinfo="text"), row=3, col=1)
     fig.update_yaxes(type="log", title_text="states", row=1, col=1)
     fig.update_yaxes(title_text="seconds (split summed over workers)", row=2, col=1)
     fig.update_yaxes(title_text="proxy µs", rangemode="tozero", row=3, col=1)
     fig.update_xaxes(tickangle=-30, row=3, col=1)
     where = df.attrs.get("hardware")
-    return widget(fig.update_layout(barmode="group"), title + (f" — {where}" if where else ""), height=760)
+    return finish(fig.update_layout(barmode="group"), title + (f" — {where}" if where else ""), height=760,
+                  widget=widget)
 
 
-def pruning_figure(source: pd.DataFrame | Bench) -> go.FigureWidget:
+def pruning_figure(source: pd.DataFrame | Bench, widget: bool = False) -> go.Figure | go.FigureWidget:
     """Pruning on vs off per program and batch: explored states and seconds, bars side by side (log scale).
     Where the unpruned walk hit its state cap the ratio is a lower bound, and the hover says so."""
     df = source if isinstance(source, pd.DataFrame) else pruning_frame(source)
@@ -185,10 +187,10 @@ def pruning_figure(source: pd.DataFrame | Bench) -> go.FigureWidget:
                  + ("<br>(unpruned walk capped: a lower bound)" if r.lower_bound else "") for r in g.itertuples()]
         for col, y in ((1, "states"), (2, "seconds")):
             fig.add_trace(go.Bar(x=g["case"], y=g[y], name=f"pruning {side}", legendgroup=str(side),
-                                 showlegend=col == 1, marker_color=PRUNING_COLORS.get(str(side), "#999"),
+                                 showlegend=col == 1, marker_color=PRUNING_COLORS.get(str(side), GREY),
                                  hovertext=hover, hoverinfo="text"), row=1, col=col)
     fig.update_yaxes(type="log", title_text="states", col=1)
     fig.update_yaxes(type="log", title_text="seconds", col=2)
     where = df.attrs.get("hardware")
     title = "Abstract-expression pruning on vs off" + (f" — {where}" if where else "")
-    return widget(fig.update_layout(barmode="group"), title, height=440)
+    return finish(fig.update_layout(barmode="group"), title, height=440, widget=widget)

@@ -18,7 +18,7 @@ from mirage_lab.errors import InputError
 from mirage_lab.ir import BlockGraph, KernelGraph, KernelGraphBuilder
 from mirage_lab.optimize import CostEstimate, proxy_cost
 
-from .plots_style import PALETTE, ROLE_COLORS, fmt, hardware_preset, require_columns, role_of, widget
+from .plots_style import PALETTE, ROLE_COLORS, finish, fmt, hardware_preset, require_columns, role_of
 
 __all__ = ["LEVELS", "ROOFLINE_COLUMNS", "roofline_figure", "roofline_frame"]
 
@@ -104,7 +104,7 @@ def _hover(r: Any, level: str) -> str:
 
 
 def roofline_figure(source: pd.DataFrame | Graphish | Mapping[str, Graphish], hardware: str = "H100",
-                    level: str = "dram", per: str = "kernel") -> go.FigureWidget:
+                    level: str = "dram", per: str = "kernel", widget: bool = False) -> go.Figure | go.FigureWidget:
     """Log-log roofline for one architecture and memory level: a point per kernel or op (one colour per
     μGraph) at (intensity, implied FLOP/s), under the ceilings. Points with no FLOPs, no bytes at
     ``level`` or no time cannot sit on a log axis; the subtitle counts them."""
@@ -138,4 +138,4 @@ def roofline_figure(source: pd.DataFrame | Graphish | Mapping[str, Graphish], ha
     fig.update_yaxes(type="log", title_text="FLOP/s implied by the estimate", exponentformat="SI")
     title = (f"Roofline on {hw.name} ({level.upper()} {getattr(hw, LEVELS[level]) / 1e12:.3g} TB/s) — proxy "
              f"estimates, not measurements<br><sup>● kernel ◆ block op{note}</sup>")
-    return widget(fig, title, height=520)
+    return finish(fig, title, height=520, widget=widget)

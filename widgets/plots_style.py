@@ -1,4 +1,8 @@
-"""Shared pieces of the plots: fixed colours per role, input checks that name the fix, FigureWidget setup."""
+"""Shared pieces of the plots: colour-blind-safe colours per role, input checks that name the fix, the common look.
+
+Colours come from the Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"), which stays distinct under
+the common colour-vision deficiencies and in greyscale print; the same colours are used on screen and on paper
+(``save_figure`` in ``plots_export`` adds the print layout: fonts, sizes, lines)."""
 
 from __future__ import annotations
 
@@ -13,19 +17,34 @@ import plotly.graph_objects as go
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.optimize import HARDWARE, Hardware, get_hardware
 
+#: the Okabe–Ito palette by name
+OKABE_ITO: dict[str, str] = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky blue": "#56B4E9",
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
+}
+#: a neutral grey for baselines (distinct from every Okabe–Ito hue by lightness)
+GREY = "#8C8C8C"
 #: one colour per role, the same in every figure, so a baseline looks like a baseline everywhere
 ROLE_COLORS: dict[str, str] = {
-    "unfused baseline": "#7f7f7f",
-    "torch baseline": "#ff7f0e",
-    "hand-fused": "#1f77b4",
-    "reference μGraph": "#2ca02c",
-    "search best": "#9467bd",
+    "unfused baseline": GREY,
+    "torch baseline": OKABE_ITO["orange"],
+    "hand-fused": OKABE_ITO["blue"],
+    "reference μGraph": OKABE_ITO["bluish green"],
+    "search best": OKABE_ITO["vermillion"],
 }
 #: colours for the two sides of an on/off ablation and for time components
-PRUNING_COLORS: dict[str, str] = {"on": "#1f77b4", "off": "#d62728"}
-TIME_COLORS: dict[str, str] = {"wall_s": "#333333", "enumeration_s": "#8c564b", "oracle_s": "#17becf",
-                               "verification_s": "#bcbd22"}
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+PRUNING_COLORS: dict[str, str] = {"on": OKABE_ITO["blue"], "off": OKABE_ITO["vermillion"]}
+TIME_COLORS: dict[str, str] = {"wall_s": OKABE_ITO["black"], "enumeration_s": OKABE_ITO["orange"],
+                               "oracle_s": OKABE_ITO["sky blue"], "verification_s": OKABE_ITO["bluish green"]}
+#: series colours in order (yellow last: it is faint on white)
+PALETTE = tuple(OKABE_ITO[c] for c in ("blue", "vermillion", "bluish green", "reddish purple", "orange", "sky blue",
+                                       "black", "yellow"))
 
 TableSource: TypeAlias = pd.DataFrame | str | os.PathLike[str]
 
@@ -80,11 +99,13 @@ def hardware_names() -> list[str]:
     return list(HARDWARE)
 
 
-def widget(fig: go.Figure, title: str, height: int = 420) -> go.FigureWidget:
-    """The interactive widget of ``fig`` with a common look (white template, title, hover by point)."""
-    fig.update_layout(title={"text": title, "x": 0.01}, template="plotly_white", height=height,
-                      hoverlabel={"align": "left"}, legend={"groupclick": "togglegroup"})
-    return go.FigureWidget(fig)
+def finish(fig: go.Figure, title: str, height: int = 420, widget: bool = False) -> go.Figure | go.FigureWidget:
+    """``fig`` with the common look (white template, Okabe–Ito colourway, title, hover by point): a plain
+    ``go.Figure``, which renders wherever plotly.js does (JupyterLab, VS Code, nbconvert HTML, GitHub), or with
+    ``widget=True`` a ``go.FigureWidget`` for Python callbacks (it needs a live Jupyter kernel to show)."""
+    fig.update_layout(title={"text": title, "x": 0.01}, template="plotly_white", colorway=list(PALETTE),
+                      height=height, hoverlabel={"align": "left"}, legend={"groupclick": "togglegroup"})
+    return go.FigureWidget(fig) if widget else fig
 
 
 def fmt(v: Any, unit: str = "", digits: int = 3) -> str:

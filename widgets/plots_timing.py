@@ -23,7 +23,17 @@ from mirage_lab.errors import InputError
 from mirage_lab.ir import KernelGraph
 from mirage_lab.optimize import proxy_cost
 
-from .plots_style import ROLE_COLORS, TableSource, fmt, hardware_preset, read_csv, require_columns, role_of, widget
+from .plots_style import (
+    OKABE_ITO,
+    ROLE_COLORS,
+    TableSource,
+    finish,
+    fmt,
+    hardware_preset,
+    read_csv,
+    require_columns,
+    role_of,
+)
 
 __all__ = ["TIMING_COLUMNS", "cost_model_timing_frame", "speedup_figure", "timing_figure", "timing_frame"]
 
@@ -165,7 +175,7 @@ def _model_traces(rows: pd.DataFrame, seen: set[str]) -> list[go.BaseTraceType]:
 
 
 def timing_figure(source: TableSource, hardware: str | None = None, source_label: str | None = None,
-                  program_names: Sequence[str] | None = None) -> go.FigureWidget:
+                  program_names: Sequence[str] | None = None, widget: bool = False) -> go.Figure | go.FigureWidget:
     """Times per program and batch (one panel each, log scale) for one hardware and one source.
 
     Measured rows are boxes from their quantiles (p10–p90, median line); cost-model rows are boxes over
@@ -196,12 +206,13 @@ def timing_figure(source: TableSource, hardware: str | None = None, source_label
     failed = int((df["median_us"].isna()).sum())
     if failed:
         fig.add_annotation(text=f"{failed} row(s) without a time (see 'error')", showarrow=False, xref="paper",
-                           yref="paper", x=1, y=1.08, font={"size": 11, "color": "#d62728"})
+                           yref="paper", x=1, y=1.08, font={"size": 11, "color": OKABE_ITO["vermillion"]})
     title = f"Kernel time on {hw} — {kind}: {what}"
-    return widget(fig.update_layout(showlegend=True), title, height=300 * n_rows + 120)
+    return finish(fig.update_layout(showlegend=True), title, height=300 * n_rows + 120, widget=widget)
 
 
-def speedup_figure(source: TableSource, source_label: str | None = None) -> go.FigureWidget:
+def speedup_figure(source: TableSource, source_label: str | None = None,
+                   widget: bool = False) -> go.Figure | go.FigureWidget:
     """Speed-up over the unfused program of every non-unfused row, one panel per hardware (log scale,
     one point per graph so the spread of candidates shows), coloured by role; 1× marks the baseline."""
     df = timing_frame(source)
@@ -227,7 +238,8 @@ def speedup_figure(source: TableSource, source_label: str | None = None) -> go.F
     fig.update_yaxes(type="log", title_text="speed-up over unfused (×)", col=1)
     fig.update_xaxes(tickangle=-35)
     kind = " + ".join(sorted(df["source"].unique()))
-    return widget(fig.update_layout(boxmode="group"), f"Speed-up over the unfused program — {kind}", height=460)
+    return finish(fig.update_layout(boxmode="group"), f"Speed-up over the unfused program — {kind}", height=460,
+                  widget=widget)
 
 
 def _one_graph(path: Path) -> KernelGraph:

@@ -7,6 +7,7 @@
     mirage-lab codegen fused:gqa --backend triton --out gqa.py --ptx sm_80 sm_90 --emulate
     mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
     mirage-lab report runs/<run> --html run.html      a search run as one static HTML page
+    mirage-lab report runs/<run> --figures figs/      its figures as PDF and SVG, styled for print
     mirage-lab runs --remove --older-than 7d --keep-best   list run folders; remove old ones
 
 GRAPH arguments are described in ``mirage_lab/cli/sources.py`` (``mirage-lab search --help``).
@@ -28,6 +29,7 @@ from mirage_lab.cli.argument_types import (
     age,
     count,
     cuda_arch,
+    figure_formats,
     positive_int,
     positive_seconds,
     tolerance,
@@ -119,9 +121,14 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _report_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write a search run's static HTML report (viewer, verification, plots)")
+    p = sub.add_parser("report", help="write a search run's static HTML report (viewer, verification, plots), or "
+                                      "its figures for a paper")
     p.add_argument("run", help="a run folder (runs/<program>-<config>) of a finished search")
-    p.add_argument("--html", help="where to write it (default: <run>/report.html)")
+    p.add_argument("--html", help="where to write it (default: <run>/report.html; with --figures, only if given)")
+    p.add_argument("--figures", metavar="DIR", help="write every figure of the report to DIR as <name>.<format> in "
+                                                    "the print style (needs kaleido and Chrome/Chromium)")
+    p.add_argument("--format", type=figure_formats, default=("pdf", "svg"), metavar="FMT[,FMT]",
+                   help="figure formats for --figures: pdf, svg, png (default: pdf,svg)")
     p.add_argument("--reverify", action="store_true", help="verify the best μGraph afresh for the full evidence")
     p.set_defaults(func=demo.report)
 

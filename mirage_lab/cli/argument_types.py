@@ -60,3 +60,17 @@ def age(text: str) -> float:
     if not m:
         raise argparse.ArgumentTypeError(f"expected an age such as 30m, 12h, 7d or 2w, got {text!r}")
     return float(m.group(1)) * AGE_UNITS[m.group(2) or "d"]
+
+
+#: the static figure formats ``mirage-lab report --figures`` writes (``mirage_lab.widgets.save_figure``)
+FIGURE_FORMATS = ("pdf", "svg", "png")
+
+
+def figure_formats(text: str) -> tuple[str, ...]:
+    """A comma-separated list of figure formats: pdf, svg, png (e.g. ``pdf,svg``)."""
+    names = tuple(dict.fromkeys(t.strip().lower().lstrip(".") for t in text.split(",") if t.strip()))
+    bad = [n for n in names if n not in FIGURE_FORMATS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(FIGURE_FORMATS)} separated by commas "
+                                         f"(e.g. pdf,svg), got {text!r}")
+    return names

@@ -100,9 +100,25 @@ def html_report(run_dir: Path, out: Path, reverify: bool = False, **kw: Any) -> 
 
 def report(args: argparse.Namespace) -> int:
     run = input_dir(args.run, "run folder")
-    out = output_file(args.html if args.html else run / "report.html", "HTML report")
-    print(f"report written to {html_report(run, out, args.reverify)}")
+    if args.figures is None or args.html:
+        out = output_file(args.html if args.html else run / "report.html", "HTML report")
+        print(f"report written to {html_report(run, out, args.reverify)}")
+    if args.figures is not None:
+        for path in figure_files(run, output_dir(args.figures, "figure folder (--figures)"), args.format):
+            print(f"figure written to {path}")
     return 0
+
+
+def figure_files(run_dir: Path, out: Path, formats: tuple[str, ...] = ("pdf", "svg")) -> list[Path]:
+    """Every figure of a run's report (``mirage_lab.widgets.run_figures``) saved to ``out/<name>.<format>`` in the
+    print style, all with one browser start."""
+    try:
+        from mirage_lab.widgets import run_figures, save_figures
+    except ImportError as e:
+        raise MirageError(f"figures need the notebook layer's packages ({e.name} is missing); "
+                          "install them with: pip install -e '.[lab]'") from None
+    figures = run_figures(run_dir)
+    return save_figures({out / f"{name}.{fmt}": fig for name, fig in figures.items() for fmt in formats})
 
 
 def demo(args: argparse.Namespace) -> int:

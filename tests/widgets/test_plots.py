@@ -1,5 +1,5 @@
 """The plots of ``mirage_lab.widgets``: tables built from the engine's real data, the traces drawn from them,
-and errors on bad input that name the problem and the fix. Headless: FigureWidgets are built, not shown."""
+and errors on bad input that name the problem and the fix. Headless: figures are built, not shown."""
 
 from __future__ import annotations
 
