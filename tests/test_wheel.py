@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 CHECK = r"""
-import importlib, pkgutil, sys
+import importlib, pkgutil, shutil, sys
 import mirage_lab as ml
 assert "site-packages" in ml.__file__, ml.__file__  # the installed copy, not the checkout
 # (runs the CLI; raises by design; the engines extra's two subexpression engines, not in [lab,dist])
@@ -34,6 +34,10 @@ assert "<svg" in html and len(html) > 1000
 program = ml.bench.programs.rmsnorm(1)
 assert ml.to_networkx(program).number_of_nodes() == len(program.nodes)
 assert "digraph" in ml.to_graphviz(program).source
+if shutil.which("chromium") or shutil.which("google-chrome"):  # figures for papers: kaleido drives a browser
+    fig = mw.roofline_figure({"program": program, "fused": ml.bench.fused.FUSED["rmsnorm"](1)}, "H100")
+    mw.save_figures({"roofline.pdf": fig, "roofline.svg": fig})
+    assert open("roofline.pdf", "rb").read(4) == b"%PDF" and "<svg" in open("roofline.svg").read()
 print(f"imported {len(names)} modules; viewer {type(viewer).__name__}; static page {len(html)} chars")
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.lab import Lab
+from tests.browser.lab import ACTIVE_NOTEBOOK, PAGE_TIMEOUT_MS, Lab
 
 pytestmark = pytest.mark.browser
 
@@ -39,6 +39,10 @@ def test_viewer_explorer_plot_and_inspector(lab: Lab) -> None:
     lab.wait_for_output(".mx-details", has_text="verdict")
     lab.screenshot("explorer", target=explorer)
 
-    lab.wait_for_output(".js-plotly-plot")
+    # a plain plotly Figure (issue 24: figures are go.Figure), drawn by plotly's JupyterLab renderer: its SVG is
+    # there, with the figure's labels
+    drawn = page.locator(f"{ACTIVE_NOTEBOOK} .jp-OutputArea-output .main-svg")
+    drawn.first.wait_for(state="attached", timeout=PAGE_TIMEOUT_MS)
+    assert "best" in lab.outputs_text()
     lab.wait_for_output("*", has_text="EQUIVALENT")
     lab.screenshot("widgets-notebook")
