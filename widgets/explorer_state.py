@@ -19,7 +19,6 @@ import pandas as pd
 from mirage_lab.absexpr import BY_NAME, Oracle, block_expressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.search import (
-    EVENTS,
     BlockOp,
     Close,
     Decision,
@@ -30,6 +29,7 @@ from mirage_lab.search import (
     RunFolder,
     events_file,
     partial_graph,
+    run_folder_of,
 )
 from mirage_lab.widgets.event_index import GROUPS, LABELS, EventIndex
 
@@ -75,14 +75,7 @@ def _attrs(a: dict[str, Any] | None) -> str:
 
 def run_path(run: Any) -> Path:
     """A run folder from a path or a SearchResult."""
-    path = getattr(run, "run_dir", run)
-    if path is None:
-        raise InputError("this search kept no run folder; rerun it with run_dir='runs' to explore its events")
-    path = Path(path)
-    if not (path / events_file(path)).is_file():
-        raise InputError(f"{path} holds no {EVENTS}; point at a run folder (runs/<program>-<config>) of a search "
-                         "that finished or stopped at a budget")
-    return path
+    return run_folder_of(run, "explore its events")
 
 
 class ExplorerState:

@@ -34,10 +34,12 @@ UNKNOWN = -(1 << 40)  # the depth of a node whose parent has not been read yet (
 _DETAILS = ("op", "level", "expr", "rules", "spent_us", "bound_us", "best_us", "cost_us")
 
 
-def _folder(run: SearchResult | str | os.PathLike[str]) -> Path:
-    path = run.run_dir if isinstance(run, SearchResult) else run
+def run_folder_of(run: Any, purpose: str = "get its tree") -> Path:
+    """The run folder of ``run`` (a SearchResult, or a folder's path) that holds the search's events; an
+    InputError naming the fix otherwise (``purpose`` says what the caller wants the events for)."""
+    path = getattr(run, "run_dir", run)
     if path is None:
-        raise InputError("this search kept no run folder; rerun it with run_dir='runs' to get its tree")
+        raise InputError(f"this search kept no run folder; rerun it with run_dir='runs' to {purpose}")
     p = Path(path)
     if not (p / events_file(p)).is_file():
         raise InputError(f"{p} holds no {EVENTS}; point at a run folder (runs/<program>-<config>) of a search "
@@ -58,7 +60,7 @@ def search_tree(run: SearchResult | str | os.PathLike[str]) -> nx.DiGraph:
     Edges go parent → child. The graph's attributes: ``run_dir``, ``root`` and ``events``.
     """
     digraph = import_networkx()
-    folder = _folder(run)
+    folder = run_folder_of(run)
     verdicts_path = folder / "verdicts.json"
     verdicts: dict[str, Any] = json.loads(verdicts_path.read_text()) if verdicts_path.is_file() else {}
     depth: dict[str, int] = {}
