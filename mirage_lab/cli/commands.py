@@ -51,12 +51,37 @@ def executor_for(spec: str) -> Iterator[Any]:
                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'}); start one "
                          f"(dask scheduler, then dask worker ADDRESS on each machine) or check the address") from None
     try:
+        _same_version(client, spec)
         workers = len(client.scheduler_info().get("workers", {}))
         print(f"Dask scheduler {address}: {workers} worker{'s' if workers != 1 else ''}; dashboard "
               f"{client.dashboard_link}", file=sys.stderr, flush=True)
         yield client.get_executor()
     finally:
         client.close()
+
+
+def _worker_version() -> str:
+    """What a Dask worker runs (called there): its mirage-lab version."""
+    from mirage_lab.version import __version__
+
+    return __version__
+
+
+def _same_version(client: Any, spec: str) -> None:
+    """Refuse, in one line, workers that lack mirage-lab or run another version: tasks cross as JSON and code."""
+    from mirage_lab.version import __version__
+
+    try:
+        versions: dict[str, str] = client.run(_worker_version)
+    except Exception as e:  # a worker without mirage-lab fails to import it; its error comes back here
+        raise InputError(f"--executor {spec}: a worker cannot run mirage-lab ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'no detail'}); install mirage-lab {__version__} "
+                         "on every worker (pip install 'mirage-lab[dist]')") from None
+    other = {w: v for w, v in versions.items() if v != __version__}
+    if other:
+        shown = ", ".join(f"{w} has {v}" for w, v in sorted(other.items())[:3])
+        raise InputError(f"--executor {spec}: workers run another mirage-lab version ({shown}; this client has "
+                         f"{__version__}); install the same version on every worker")
 
 
 def search(args: argparse.Namespace) -> int:

@@ -182,3 +182,22 @@ def test_an_unreachable_scheduler_is_one_clear_line(monkeypatch: pytest.MonkeyPa
     err = capsys.readouterr().err
     assert err.startswith("mirage-lab: error: ") and "no Dask scheduler answered at 'tcp://127.0.0.1:9'" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_workers_of_another_version_are_refused_in_one_line(searched: tuple[Path, Path], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    distributed = pytest.importorskip("distributed")
+    from mirage_lab.cli import commands
+
+    prog, _ = searched
+    monkeypatch.setattr(commands, "_worker_version", lambda: "0.0.1")  # (in-process workers run this one)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert main(["search", str(prog), *SETTINGS, "--executor", f"dask:{cluster.scheduler_address}",
+                     "--runs", str(tmp_path / "runs"), "--quiet"]) == 2
+        assert not [c for c in cluster.scheduler.clients if c != "fire-and-forget"]  # closed all the same
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("mirage-lab: error:")]
+    assert "workers run another mirage-lab version" in line and "has 0.0.1" in line and "Traceback" not in err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -8,6 +8,7 @@ pool, Dask), the run folder as cache and checkpoint, interruption and resumption
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,25 @@ def test_dask_finds_the_same_set(reference_run: ml.search.SearchResult) -> None:
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         res = search(executor=client.get_executor())
     assert [c.hash for c in res.candidates] == [c.hash for c in reference_run.candidates]
+
+
+def test_dask_workers_that_cannot_see_the_run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    reference_run: ml.search.SearchResult) -> None:
+    """A LocalCluster whose worker processes start in another folder: the run folder's (relative) path names
+    nothing there, as on another machine. Workers write nothing; the client writes the whole run folder."""
+    distributed = pytest.importorskip("distributed")
+    (tmp_path / "workers").mkdir()
+    (tmp_path / "client").mkdir()
+    monkeypatch.chdir(tmp_path / "workers")  # worker processes inherit this working directory
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        monkeypatch.chdir(tmp_path / "client")
+        assert client.run(os.getcwd) and set(client.run(os.getcwd).values()) == {str(tmp_path / "workers")}
+        res = search(run_dir="runs", executor=client.get_executor())
+    assert not any((tmp_path / "workers").iterdir())  # nothing written where the workers run
+    assert [c.hash for c in res.candidates] == [c.hash for c in reference_run.candidates]
+    assert res.run_dir is not None and {p.stem for p in (tmp_path / "client" / res.run_dir / "candidates").iterdir()} \
+        >= {c.hash[:16] for c in res.candidates}
 
 
 class Elsewhere(SerialExecutor):
