@@ -66,6 +66,12 @@ def test_the_installed_command_line(installed: Path, tmp_path: Path) -> None:
     assert "superoptimize" in run([str(bin_ / "python"), "-m", "mirage_lab", "--help"], tmp_path)
     run([str(bin_ / "mirage-lab"), "codegen", "fused:rmsnorm", "--out", "rmsnorm.cu"], tmp_path)
     assert "__global__" in (tmp_path / "rmsnorm.cu").read_text()
+    # a scheduler nobody runs: one line that names the fix, exit 2, no traceback
+    proc = subprocess.run([str(bin_ / "mirage-lab"), "search", "rmsnorm:1", "--executor", "dask:tcp://127.0.0.1:9"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("mirage-lab: error: --executor dask:tcp://127.0.0.1:9: "
+                                                          "no Dask scheduler answered")
 
 
 def test_every_module_imports_and_a_viewer_draws(installed: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ reference's graph-level methods. The one ``superoptimize`` returns carries the w
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,6 +43,7 @@ from mirage_lab.semantics.interpret import check_inputs
 
 __all__ = ["KNGraph", "TBGraph", "cy_from_json", "cy_to_json", "new_kernel_graph"]
 
+LOG = logging.getLogger(__name__)
 #: the reference's name for a thread-block graph builder
 TBGraph = BlockGraphBuilder
 
@@ -142,7 +144,7 @@ class KNGraph(KernelGraphBuilder):
             path = Path("generated_codes") / f"mugraph_{best.canonical_hash()[:12]}.cu"
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, generate_cuda(best))
-            print(f"saved the best μGraph's CUDA to {path}")
+            LOG.info("saved the best μGraph's CUDA to %s", path)
         chosen = KNGraph.from_graph(best, result)
         chosen.backend = plan.backend
         return chosen
