@@ -33,15 +33,21 @@ def render_svg(dot: str, engine: str = "auto") -> str:
 
 
 def _with_dot(dot: str) -> str:
+    svg = with_dot(dot, "svg").decode()
+    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype so the SVG can be inlined in HTML
+
+
+def with_dot(dot: str, fmt: str) -> bytes:
+    """``dot`` drawn by graphviz's ``dot`` in ``fmt`` (svg, png, pdf, …); a MirageError naming the fix without it."""
     if not have_dot():
         raise MirageError("graphviz's `dot` is not installed; install it (Debian: apt-get install graphviz, or run "
                           "scripts/install_system_deps.sh) or pass engine='python' for the built-in layout")
     try:
-        svg = digraph(dot).pipe(format="svg", encoding="utf-8")
+        out: bytes = digraph(dot).pipe(format=fmt)
     except graphviz.CalledProcessError as e:
         stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else str(e.stderr or "")
         raise MirageError(f"graphviz dot failed: {stderr.strip()}") from None
-    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype so the SVG can be inlined in HTML
+    return out
 
 
 # --------------------------------------------------------------------------- DOT as a graphviz.Digraph

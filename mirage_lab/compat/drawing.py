@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 from mirage_lab.compat.notices import notice
@@ -19,17 +17,14 @@ def write_drawing(graph: KernelGraph, file_name: str) -> Path:
     path, or the dot file's when graphviz's ``dot`` is missing (said in a notice)."""
     try:
         from mirage_lab.widgets.draw import mugraph_dot
+        from mirage_lab.widgets.svg import have_dot, with_dot
     except ImportError as e:
         raise MirageError(f"visualize needs the notebook extra ({e.name} is missing): pip install 'mirage-lab[lab]'")\
             from None
-    dot_path = write_atomic(f"{file_name}.dot", mugraph_dot(graph))
-    exe = shutil.which("dot")
-    if exe is None:
+    dot = mugraph_dot(graph)
+    dot_path = write_atomic(f"{file_name}.dot", dot)
+    if not have_dot():
         notice(f"visualize wrote {dot_path} but no png: graphviz's `dot` is not installed (Debian: apt-get "
                "install graphviz)")
         return dot_path
-    png = Path(f"{file_name}.png")
-    proc = subprocess.run([exe, "-Tpng", "-o", str(png), str(dot_path)], capture_output=True, timeout=120)
-    if proc.returncode != 0:
-        raise MirageError(f"graphviz dot failed on {dot_path}: {proc.stderr.decode(errors='replace').strip()}")
-    return png
+    return write_atomic(f"{file_name}.png", with_dot(dot, "png"))

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from mirage_lab.arguments import checked_methods
 from mirage_lab.codegen import generate_cuda, generate_triton
 from mirage_lab.compat.keywords import SearchPlan, plan_search
-from mirage_lab.compat.notices import notice, unsupported
-from mirage_lab.compat.reference_api import compile_notices, generate_cuda_program
+from mirage_lab.compat.notices import notice
+from mirage_lab.compat.reference_api import compile_notices, generate_cuda_program, out_of_scope
 from mirage_lab.compat.running import GraphRunner
 from mirage_lab.errors import GraphError, InputError
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
@@ -60,20 +60,6 @@ CALL_KEYWORDS = {"stream", "verbose", "target_cc", "num_warp_groups", "pipeline_
 #: on a GPU, how many of the cost model's best μGraphs are compiled and timed (the reference times all of them;
 #: compiling each takes seconds, and the proxy's top ranks hold the fastest: docs/decisions.md, issue 6)
 TIMED = 8
-MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK) and multi-GPU tensors are out of scope; build the "
-                   "computation as a kernel graph and call graph.superoptimize()")
-
-
-def _out_of_scope(what: str) -> Callable[..., NoReturn]:
-    """A KNGraph method of the persistent-kernel runtime: calling it raises, naming the alternative."""
-
-    def method(self: KNGraph, *args: Any, **kwargs: Any) -> NoReturn:
-        raise unsupported(what, MPK_ALTERNATIVE)
-
-    method.__name__ = method.__qualname__ = what.split()[0]
-    return method
-
-
 @checked_methods
 class KNGraph(KernelGraphBuilder):
     """A kernel graph as Mirage's Python API builds it: a builder that also searches, runs and saves."""
@@ -273,13 +259,13 @@ class KNGraph(KernelGraphBuilder):
         return int(self.freeze().canonical_hash()[:16], 16)
 
     # -- the persistent-kernel runtime (out of scope) -------------------------------------
-    attach_torch_tensor = _out_of_scope("attach_torch_tensor (MPK)")
-    attach_cuda_tensor = _out_of_scope("attach_cuda_tensor (MPK)")
-    attach_nvshmem_tensor = _out_of_scope("attach_nvshmem_tensor (nvshmem)")
-    fuse_tensors = _out_of_scope("fuse_tensors (MPK)")
-    shuffle_tensors = _out_of_scope("shuffle_tensors (MPK)")
-    register_task = _out_of_scope("register_task (MPK)")
-    generate_task_graph = _out_of_scope("generate_task_graph (MPK, multi-GPU)")
+    attach_torch_tensor = out_of_scope("attach_torch_tensor (MPK)")
+    attach_cuda_tensor = out_of_scope("attach_cuda_tensor (MPK)")
+    attach_nvshmem_tensor = out_of_scope("attach_nvshmem_tensor (nvshmem)")
+    fuse_tensors = out_of_scope("fuse_tensors (MPK)")
+    shuffle_tensors = out_of_scope("shuffle_tensors (MPK)")
+    register_task = out_of_scope("register_task (MPK)")
+    generate_task_graph = out_of_scope("generate_task_graph (MPK, multi-GPU)")
 
     def __repr__(self) -> str:
         found = "" if self.result is None else f", best of {len(self.result.candidates)} verified"

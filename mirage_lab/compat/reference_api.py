@@ -20,10 +20,25 @@ from mirage_lab.ir.smem import capacity
 from mirage_lab.ir.tensor import contiguous_strides
 from mirage_lab.semantics.backend import cupy_available
 
-__all__ = ["MPK", "InputNotFoundError", "MPKMetadata", "MirageModelConfig", "PersistentKernel",
-           "bypass_compile_errors", "compile_notices", "convert_dtype_to_torch_type", "convert_torch_type_to_dtype",
-           "generate_cuda_program", "generate_triton_program", "get_shared_memory_capacity", "global_config",
-           "graph_dataset", "set_gpu_device_id"]
+__all__ = [
+    "MPK",
+    "MPK_ALTERNATIVE",
+    "InputNotFoundError",
+    "MPKMetadata",
+    "MirageModelConfig",
+    "PersistentKernel",
+    "bypass_compile_errors",
+    "compile_notices",
+    "convert_dtype_to_torch_type",
+    "convert_torch_type_to_dtype",
+    "generate_cuda_program",
+    "generate_triton_program",
+    "get_shared_memory_capacity",
+    "global_config",
+    "graph_dataset",
+    "out_of_scope",
+    "set_gpu_device_id",
+]
 
 
 class GlobalConfig:
@@ -148,7 +163,8 @@ def convert_torch_type_to_dtype(type: Any) -> DType:
 
 
 class _OutOfScope:
-    """A name of the reference's package for a part mirage-lab does not provide: using it raises."""
+    """A name of the reference's package for a part mirage-lab does not provide: calling it, or using one of its
+    attributes, raises. As a class attribute it stands for a method too (it binds no ``self``)."""
 
     def __init__(self, name: str, instead: str) -> None:
         self.name, self.instead = name, instead
@@ -157,7 +173,7 @@ class _OutOfScope:
         raise unsupported(self.name, self.instead)
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
+        if attr.startswith("_"):  # (introspection probes private names)
             raise AttributeError(attr)
         raise unsupported(f"{self.name}.{attr}", self.instead)
 
@@ -165,12 +181,20 @@ class _OutOfScope:
         return f"<{self.name}: not supported by mirage-lab>"
 
 
-_MPK = ("the persistent-kernel runtime (MPK), nvshmem and multi-GPU execution are out of scope; superoptimize a "
-        "kernel graph per layer with graph.superoptimize() and call the result")
-PersistentKernel = _OutOfScope("PersistentKernel", _MPK)
-MPK = _OutOfScope("MPK", _MPK)
-MPKMetadata = _OutOfScope("MPKMetadata", _MPK)
-MirageModelConfig = _OutOfScope("MirageModelConfig", _MPK)
-spec_decode_class = _OutOfScope("spec_decode_class", _MPK)
-graph_dataset = _OutOfScope("graph_dataset", "there is no shipped graph dataset; each search is cached in its run "
+#: what to do instead of the persistent-kernel runtime (every MPK, nvshmem and multi-GPU name says it)
+MPK_ALTERNATIVE = ("the persistent-kernel runtime (MPK), nvshmem and multi-GPU execution are out of scope; "
+                   "superoptimize a kernel graph per layer with graph.superoptimize() and call the result")
+
+
+def out_of_scope(name: str, instead: str = MPK_ALTERNATIVE) -> _OutOfScope:
+    """A reference name (a function, class or method) that raises, naming ``instead``, when used."""
+    return _OutOfScope(name, instead)
+
+
+PersistentKernel = out_of_scope("PersistentKernel")
+MPK = out_of_scope("MPK")
+MPKMetadata = out_of_scope("MPKMetadata")
+MirageModelConfig = out_of_scope("MirageModelConfig")
+spec_decode_class = out_of_scope("spec_decode_class")
+graph_dataset = out_of_scope("graph_dataset", "there is no shipped graph dataset; each search is cached in its run "
                             "folder (runs/) and answered from there when asked again")

@@ -25,6 +25,7 @@ class GraphRunner:
     def __init__(self, device: bool | None = None) -> None:
         self.device = device  # None: a CUDA device when there is one
         self._compiled: dict[str, Any] = {}
+        self._triton_modules: dict[str, Any] = {}
 
     def on_device(self) -> bool:
         return cupy_available() if self.device is None else self.device
@@ -54,7 +55,10 @@ class GraphRunner:
         from mirage_lab.codegen.triton.toolchain import emulate, load_module
 
         check_inputs(graph, inputs)
-        module = triton_module(graph)
+        key = graph.canonical_hash()
+        if key not in self._triton_modules:  # generated once per graph, as its CUDA kernels are compiled once
+            self._triton_modules[key] = triton_module(graph)
+        module = self._triton_modules[key]
         if not on_device:
             notice_once("triton-interpreter", "running the Triton module in Triton's CPU interpreter (slow: a "
                         "program per block, numpy per op)")

@@ -5,8 +5,7 @@ A script that imports it (``from mirage_lab.mpk.models.graph_builder import Mira
 else imports this package.
 """
 
-from mirage_lab.compat.notices import UnsupportedFeatureError
+from mirage_lab.compat.notices import unsupported
+from mirage_lab.compat.reference_api import MPK_ALTERNATIVE
 
-raise UnsupportedFeatureError(
-    "mirage.mpk (the persistent-kernel runtime, MPK), nvshmem and multi-GPU execution are not supported by "
-    "mirage-lab; superoptimize a kernel graph per layer with graph.superoptimize() and call the result")
+raise unsupported("mirage.mpk (the persistent-kernel runtime)", MPK_ALTERNATIVE)

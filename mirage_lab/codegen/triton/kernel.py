@@ -246,7 +246,7 @@ class _Emitter:
         self.tiles[node.outputs[0]] = _Tile(var, out)
 
     def _reset(self, node: Node) -> str:
-        pad = tuple(padded(n) for n in self.bg.tensors[node.outputs[0]].dims)
+        pad = self._padded(node.outputs[0])
         if node.op.spec.accum is not None and node.op.spec.accum.combine == "max":
             return f"    s{node.outputs[0]} = tl.full({pad}, {NEG_INF}, tl.float32)"
         return f"    s{node.outputs[0]} = tl.zeros({pad}, dtype=tl.float32)"
