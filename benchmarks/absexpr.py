@@ -114,7 +114,7 @@ def main() -> int:
     args = ap.parse_args()
 
     chosen = engines(args.engines.split(","), args.z3_timeout)
-    ref_dir = find_reference_dir(args.reference_dir)
+    ref_dir = find_reference_dir(args.reference_dir, "--reference-dir")
     rows = []
     for label, program, relevant, irrelevant in corpus(ref_dir):
         targets = program_targets(program)

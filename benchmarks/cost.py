@@ -85,7 +85,7 @@ def main() -> int:
     ap.add_argument("--ranking", action="store_true",
                     help="per reference file and preset: graphs ranked ahead of the unfused program")
     args = ap.parse_args()
-    ref_dir = find_reference_dir(args.reference_dir)
+    ref_dir = find_reference_dir(args.reference_dir, "--reference-dir")
     if args.ranking:
         if ref_dir is None:
             print("--ranking needs the reference μGraphs (pass --reference-dir)", file=sys.stderr)

@@ -104,7 +104,7 @@ def main() -> int:
     ap.add_argument("--backend", default="numpy", help="interpreter array backend: numpy or cupy")
     args = ap.parse_args()
     rows = []
-    for kind, name, b, graph in cases(find_reference_dir(args.reference_dir)):
+    for kind, name, b, graph in cases(find_reference_dir(args.reference_dir, "--reference-dir")):
         ins = random_inputs(graph, seed=0, scale=input_scale(name))
         t_np = median_time(partial(NUMPY[name], *ins), args.repeats, warmup=1)
         run = partial(ml.interpret, graph, ins, dtype="float32", backend=args.backend)

@@ -436,7 +436,7 @@ def main() -> int:
     roots = {"after": ROOT} if args.before == "none" else {"before": before_tree(args.before, base), "after": ROOT}
     print(f"before: {args.before} in {roots.get('before', '-')}; after: the working tree {ROOT}; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}", file=sys.stderr)
-    ref_dir = None if args.no_reference_graphs else find_reference_dir(args.reference_dir)
+    ref_dir = None if args.no_reference_graphs else find_reference_dir(args.reference_dir, "--reference-dir")
     if ref_dir is None and not args.no_reference_graphs:
         print("no reference checkpoints found (../shared absent): fused graphs only", file=sys.stderr)
     names = set(args.programs.split(",")) if args.programs else None

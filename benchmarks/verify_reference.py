@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("--reference-dir")
     ap.add_argument("--json", help="write every row to this JSON file")
     args = ap.parse_args()
-    ref_dir = find_reference_dir(args.reference_dir)
+    ref_dir = find_reference_dir(args.reference_dir, "--reference-dir")
     if ref_dir is None:
         print("reference μGraphs not found; pass --reference-dir", file=sys.stderr)
         return 2

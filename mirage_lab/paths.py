@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,12 +55,48 @@ def output_dir(path: str | os.PathLike[str], what: str = "output directory") -> 
 
 
 def output_file(path: str | os.PathLike[str], what: str = "output file") -> Path:
-    """A file to (over)write: not a directory, and its folder exists (created when missing) and is writable."""
+    """A file to (over)write: missing or a regular file (``replaceable``), and its folder exists (created when
+    missing) and is writable. Returns the path to write: through a symbolic link, the file it names."""
     p = Path(path)
     if p.is_dir():
         raise PathError(f"{p} is a directory, but it should be the {what}; name a file (inside it, or elsewhere)")
+    p = replaceable(p, what)
     output_dir(p.parent if str(p.parent) else ".", f"folder of the {what}")
     return p
+
+
+#: what ``stat`` calls the things that are neither regular files nor directories, for messages
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def replaceable(path: str | os.PathLike[str], what: str = "file") -> Path:
+    """The path an atomic write (temporary file, then rename) may replace: a missing path or a regular file.
+
+    A rename replaces whatever stands at the path, so a FIFO, a device node (``/dev/null``: as root, gone), a
+    socket or a directory is refused here, as the readers refuse them. A symbolic link to a regular file is
+    written through (the link stays, the file it names is replaced); a dangling link, or one that names
+    something else, is refused."""
+    p = Path(path)
+    target = p
+    if p.is_symlink():
+        try:
+            target = p.resolve(strict=True)
+        except (OSError, RuntimeError):  # missing target, or a loop
+            raise PathError(f"{p} is a symbolic link to nothing that exists; it would be replaced by the {what}; "
+                            "remove the link or name another file") from None
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing to replace (a file above it is said by the writer)
+        return target
+    except OSError as e:
+        raise PathError(f"cannot inspect {p} before writing the {what}: {e.strerror}") from None
+    if stat.S_ISREG(mode):
+        return target
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    shown = str(p) if target == p else f"{p} (a link to {target})"
+    raise PathError(f"{shown} is {kind}, not a regular file; the {what} would replace it, so it is left alone: "
+                    "name a regular file (or a path that does not exist yet)")
 
 
 @contextlib.contextmanager

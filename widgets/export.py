@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import os
+import warnings
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,11 +23,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 import mirage_lab as ml
-from mirage_lab.codegen import CompileError, generate_cuda, nvcc_available, nvcc_ptx
+from mirage_lab.codegen import ARCHS, CompileError, generate_cuda, nvcc_available, nvcc_ptx
 from mirage_lab.errors import InputError
 from mirage_lab.ir import write_atomic
 from mirage_lab.optimize import HARDWARE, proxy_cost
-from mirage_lab.search import SearchReport, SearchResult, ranked_candidates
+from mirage_lab.search import RunFolder, SearchReport, SearchResult, ranked_candidates
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
 from mirage_lab.widgets.inspector import VerificationInspector
@@ -59,8 +60,9 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
     st = ExplorerState(run, progress=progress)
     result, report, ranked = _finished(st)
     name = title or f"mirage-lab search · {st.path.name}"
-    parts = [f"<h1>{html.escape(name)}</h1>", _summary(st, report),
-             "<h2>Verified μGraphs, best first</h2>", _ranking(ranked, result.get("costs", {}))]
+    missing = _missing(st, result["ranking"], ranked)
+    parts = [f"<h1>{html.escape(name)}</h1>", _summary(st, report), "<h2>Verified μGraphs, best first</h2>",
+             missing, _ranking(ranked, result.get("costs", {})) if ranked or not missing else ""]
     if ranked:
         parts += _best(st, ranked[0], reverify, engine)
     parts += ["<h2>The program</h2>", static_viewer_html(st.program, engine)]
@@ -93,6 +95,22 @@ def _finished(st: ExplorerState) -> tuple[dict[str, Any], SearchReport, list[Any
                          "same search with the same run_dir, then export")
     ranked = [c for c in ranked_candidates(st.folder, result["ranking"]) if c is not None]
     return result, SearchReport.from_dict(result["report"]), ranked
+
+
+def _missing(st: ExplorerState, ranking: list[str], ranked: list[Any]) -> str:
+    """What the report cannot show: ranked μGraphs whose files are gone from the run folder (or no longer verify),
+    said in the page and as a warning, so that a ranking of none never reads as "nothing was verified"."""
+    if len(ranked) == len(ranking):
+        return ""
+    gone = [h[:12] for h in ranking if not (st.path / RunFolder.candidate_name(h)).is_file()]
+    first = "" if ranked and ranked[0].hash == ranking[0] else " The best μGraph below is the best that remains."
+    text = (f"The search ranked {len(ranking)} verified μGraph{'s' if len(ranking) != 1 else ''}, but "
+            f"{len(ranking) - len(ranked)} cannot be shown: "
+            + (f"{len(gone)} file(s) are gone from {st.path / 'candidates'} ({', '.join(gone[:5])}"
+               f"{', …' if len(gone) > 5 else ''})" if gone else "they no longer verify")
+            + f". Rerun the search with the same run_dir to restore them.{first if ranked else ''}")
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
+    return f'<p class="mx-warning"><b>{html.escape(text)}</b></p>'
 
 
 def _summary(st: ExplorerState, report: SearchReport) -> str:
@@ -146,7 +164,7 @@ def _cuda(graph: Any, ptx: bool) -> list[str]:
     """The generated CUDA of ``graph``, and whether nvcc compiles it for sm_80 and sm_90 (when installed)."""
     source = generate_cuda(graph)
     checks = []
-    for arch in ("sm_80", "sm_90") if ptx and nvcc_available() else ():
+    for arch in ARCHS if ptx and nvcc_available() else ():
         try:
             res = nvcc_ptx(source, arch)
             checks.append(f"nvcc --ptx -arch={arch}: compiles ({len(res.kernels)} kernel(s), {res.seconds:.1f} s)")

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 import plotly.graph_objects as go
 
 from mirage_lab.errors import DependencyError, InputError
-from mirage_lab.paths import output_file
+from mirage_lab.paths import output_file, replaceable
 
 from .plots_style import PALETTE
 
@@ -125,7 +125,7 @@ def save_figures(figures: Figures, width: int | None = None, height: int | None 
     try:
         _render([spec for spec, _, _ in jobs])
         for _, tmp, target in jobs:
-            os.replace(tmp, target)
+            os.replace(tmp, replaceable(target, "figure file"))  # (again: the render took seconds)
     finally:
         for _, tmp, _ in jobs:
             with contextlib.suppress(FileNotFoundError):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mirage_lab.bounds import timed_runs, wall_time
+from mirage_lab.errors import PathError
 from mirage_lab.ir.graph import KernelGraph
 
 #: reference checkpoint file stem → (program name, batch size), SPEC §9
@@ -43,24 +45,38 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 0) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    """The median wall time of ``repeats`` calls of ``fn`` after ``warmup`` untimed ones (``bounds.timed_runs``:
+    counts and the projected total are bounded)."""
+    return statistics.median(timed_runs(partial(wall_time, fn), warmup, repeats, getattr(fn, "__name__", "a call")))
 
 
-def find_reference_dir(explicit: str | None = None) -> Path | None:
-    """The reference μGraphs: ``explicit``, ``$MIRAGE_REFERENCE_MUGRAPHS``, or ``shared/reference_mugraphs``
-    beside the working directory or beside a source checkout of mirage-lab."""
+#: the environment variable naming the folder of the reference implementation's saved μGraphs
+REFERENCE_ENV = "MIRAGE_REFERENCE_MUGRAPHS"
+
+
+def find_reference_dir(explicit: str | os.PathLike[str] | None = None, named_by: str = "reference_dir") -> Path | None:
+    """The reference μGraphs: ``explicit`` (``named_by`` says where the user wrote it, e.g. "--reference-dir"),
+    else ``$MIRAGE_REFERENCE_MUGRAPHS``, else ``shared/reference_mugraphs`` beside the working directory or
+    beside a source checkout of mirage-lab (None when neither exists). A folder the user named that is missing,
+    not a folder, or holds no checkpoint file is a ``PathError``, never a silent fallback to another."""
+    if explicit is not None and str(explicit):
+        return _named_reference_dir(Path(explicit), named_by)
+    env = os.environ.get(REFERENCE_ENV, "").strip()
+    if env:
+        return _named_reference_dir(Path(env), f"${REFERENCE_ENV}")
     checkout = Path(__file__).resolve().parents[2]
-    candidates = [explicit] if explicit else [os.environ.get("MIRAGE_REFERENCE_MUGRAPHS"),
-                                              str(Path.cwd().parent / "shared" / "reference_mugraphs"),
-                                              str(checkout.parent / "shared" / "reference_mugraphs")]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c)
+    for c in (Path.cwd().parent / "shared" / "reference_mugraphs", checkout.parent / "shared" / "reference_mugraphs"):
+        if c.is_dir():
+            return c
     return None
+
+
+def _named_reference_dir(path: Path, named_by: str) -> Path:
+    fix = "point it at the folder of the reference's saved μGraphs (rmsnorm_bs1.json, gqa_bs8.json, …)"
+    if not path.exists():
+        raise PathError(f"{named_by} names {path}, which does not exist; {fix}")
+    if not path.is_dir():
+        raise PathError(f"{named_by} names {path}, which is not a folder; {fix}")
+    if not any((path / f"{stem}.json").is_file() for stem in CHECKPOINTS):
+        raise PathError(f"{named_by} names {path}, which holds none of the reference μGraph files; {fix}")
+    return path

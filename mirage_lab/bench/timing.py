@@ -31,6 +31,7 @@ from mirage_lab.bench.harness import (
     random_inputs,
     relative_error,
 )
+from mirage_lab.bounds import check_timed_runs, timed_runs
 from mirage_lab.codegen.cuda import PLAIN, CodegenOptions, generate_cuda
 from mirage_lab.errors import InputError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
@@ -123,6 +124,7 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
     search found (``search_best_dir/<program>_bs<batch>.json``, where recorded), up to ``max_graphs`` reference
     μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS).
     ``on_row(rows)`` runs after every row (to save them as they come: a time limit then loses nothing)."""
+    check_timed_runs(warmup, repeats)  # before anything is compiled; each graph's total is bounded as it is timed
     ref_dir = find_reference_dir(reference_dir)
     rows: list[dict[str, Any]] = []
     for name in programs_:
@@ -246,14 +248,17 @@ def measure_cpu(programs_: Sequence[str], batches: Sequence[int], *, hardware: s
 
 
 def _timed_interpret(graph: KernelGraph, inputs: list[np.ndarray], repeats: int) -> tuple[np.ndarray, float]:
-    """The first output of ``graph`` on ``inputs`` and the median wall time of ``repeats`` runs."""
-    times, out = [], None
-    for _ in range(max(repeats, 1)):
+    """The first output of ``graph`` on ``inputs`` and the median wall time of ``repeats`` runs (bounded:
+    ``bounds.timed_runs``)."""
+    outs: list[np.ndarray] = []
+
+    def once() -> float:
         start = time.perf_counter()
-        (out, *_) = interpret(graph, inputs, dtype="float32")
-        times.append(time.perf_counter() - start)
-    assert out is not None
-    return out, statistics.median(times)
+        outs[:] = interpret(graph, inputs, dtype="float32")
+        return time.perf_counter() - start
+
+    times = timed_runs(once, 0, repeats, "the interpreter")
+    return outs[0], statistics.median(times)
 
 
 def with_speedups(df: pd.DataFrame) -> pd.DataFrame:

@@ -46,7 +46,9 @@ GRAPH_HELP = f"GRAPH: {FORMS}"
 def _demo_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="superoptimize a benchmark, check and time the others; write a report")
     p.add_argument("--out", default="reports/demo", help="report folder (default: reports/demo)")
-    p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
+    p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs (default: "
+                                           "$MIRAGE_REFERENCE_MUGRAPHS, else ../shared/reference_mugraphs)")
+    p.add_argument("--no-references", action="store_true", help="skip the reference μGraphs' section")
     p.add_argument("--per-file", type=count, default=3, help="graphs checked per checkpoint (0 = all)")
     p.add_argument("--tol", type=tolerance, default=1e-4, help="relative error counted as a match")
     p.add_argument("--repeats", type=positive_int, default=3, help="timing repeats (median reported)")
@@ -94,9 +96,11 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("graph", help="the μGraph (a GRAPH)")
     p.add_argument("--backend", choices=("cuda", "triton"), default="cuda",
                    help="CUDA C (default) or a Triton module (kernels and a launcher taking torch tensors)")
-    p.add_argument("--out", help="write the .cu (or, with --backend triton, .py) file here (default: print it)")
+    p.add_argument("--out", help="write the .cu (or, with --backend triton, .py) file here (default, or --out -: "
+                                 "print it); an existing FIFO or device is refused, never replaced")
     p.add_argument("--ptx", nargs="*", metavar="ARCH", type=cuda_arch,
-                   help="compile to PTX for these (e.g. sm_80 sm_90): nvcc --ptx, or Triton for a GPUTarget")
+                   help="compile to PTX for these (e.g. sm_80 sm_90; --ptx alone: sm_80 and sm_90): nvcc --ptx, or "
+                        "Triton for a GPUTarget")
     p.add_argument("--no-prefetch", action="store_true", help="the plain load–barrier–compute loop (no register "
                    "prefetch of the next iteration's tiles)")
     p.add_argument("--no-split", action="store_true", help="one thread per output of every sum, however few outputs")
@@ -113,7 +117,8 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batches", nargs="*", type=positive_int, default=[1])
     p.add_argument("--hardware", choices=["A100", "H100", "H200"], help="the cost model's preset for proxy_us")
     p.add_argument("--repeats", type=positive_int, default=None, help="timed runs (default 200 on a GPU, 3 on the CPU)")
-    p.add_argument("--max-graphs", type=positive_int, default=4, help="reference μGraphs timed per checkpoint (GPU)")
+    p.add_argument("--max-graphs", type=positive_int, default=None,
+                   help="reference μGraphs timed per checkpoint (GPU; default 4)")
     p.add_argument("--reference-dir", help="folder of the reference implementation's saved μGraphs")
     p.add_argument("--cpu", action="store_true", help="time the interpreter even when a GPU is present")
     p.add_argument("--out", help="write <hardware>.csv here (data/timings for the notebooks' plots)")

@@ -9,6 +9,9 @@ import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from mirage_lab.codegen.arch import check_arch
+from mirage_lab.errors import InputError
+
 
 class UsageError(Exception):
     """A command line argparse refused: reported as one line, like every other bad input."""
@@ -44,10 +47,11 @@ tolerance = _number(float, lambda v: v >= 0, "a finite number ≥ 0")
 
 
 def cuda_arch(text: str) -> str:
-    """A CUDA architecture as nvcc names it: sm_80, sm_90, sm_90a, sm_100…"""
-    if not re.fullmatch(r"sm_\d{2,3}[af]?", text):
-        raise argparse.ArgumentTypeError(f"expected a CUDA architecture such as sm_80 or sm_90, got {text!r}")
-    return text
+    """A CUDA architecture as nvcc names it: sm_80, sm_90, sm_90a, sm_100… (``codegen.arch.check_arch``)"""
+    try:
+        return check_arch(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 #: seconds per unit of an age: minutes, hours, days, weeks

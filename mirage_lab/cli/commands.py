@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -18,7 +19,7 @@ import pandas as pd
 from mirage_lab.cli.sources import Source, config_for, resolve
 from mirage_lab.errors import InputError
 from mirage_lab.ir.io import write_atomic
-from mirage_lab.paths import output_dir, output_file, writing
+from mirage_lab.paths import output_dir, output_file
 from mirage_lab.search.run_folder import runs_root
 
 if TYPE_CHECKING:
@@ -110,8 +111,7 @@ def search(args: argparse.Namespace) -> int:
     out = out_dir or res.run_dir
     if out is not None:
         print(f"\nbest μGraph saved to {save(res.best.graph, out / 'best.json')}")
-        with writing(out / "ranking.csv", "ranking"):
-            res.to_frame().to_csv(out / "ranking.csv", index=False)
+        write_atomic(out / "ranking.csv", res.to_frame().to_csv(index=False))
     if html is not None and res.run_dir is not None:
         from mirage_lab.cli.demo import html_report
 
@@ -143,7 +143,7 @@ def codegen(args: argparse.Namespace) -> int:
 
     if args.backend == "triton":
         return _codegen_triton(args)
-    out = output_file(args.out, "CUDA source (--out)") if args.out else None
+    out = _out_file(args.out, "CUDA source (--out)")
     source = resolve(args.graph)
     options = CodegenOptions(prefetch=not args.no_prefetch, split_sums=not args.no_split,
                              tensor_cores=not args.no_tensor_cores, padding=not args.no_padding)
@@ -154,11 +154,28 @@ def codegen(args: argparse.Namespace) -> int:
         print(plan_cuda(source.graph, options), flush=True)
     else:
         sys.stdout.write(cuda)
-    for arch in args.ptx or []:
+    for arch in _archs(args.ptx):
         _ptx(cuda, arch)
     if args.emulate:
         _emulate(source, cuda, options)
     return 0
+
+
+def _out_file(out: str | None, what: str) -> Path | None:
+    """``--out``'s file, or None for standard output (no --out, or ``--out -``)."""
+    return None if out in (None, "-") else output_file(out, what)
+
+
+def _archs(asked: list[str] | None) -> tuple[str, ...]:
+    """``--ptx``'s architectures; ``--ptx`` alone means the default ones, and says so."""
+    from mirage_lab.codegen.arch import ARCHS
+
+    if asked is None:
+        return ()
+    if not asked:
+        print(f"--ptx names no architecture: compiling for the default ones, {' '.join(ARCHS)}", file=sys.stderr)
+        return ARCHS
+    return tuple(dict.fromkeys(asked))
 
 
 def _ptx(cuda: str, arch: str) -> None:
@@ -189,7 +206,7 @@ def _codegen_triton(args: argparse.Namespace) -> int:
     from mirage_lab.codegen.triton import triton_module
     from mirage_lab.codegen.triton.toolchain import compile_ptx
 
-    out = output_file(args.out, "Triton module (--out)") if args.out else None
+    out = _out_file(args.out, "Triton module (--out)")
     source = resolve(args.graph)
     module = triton_module(source.graph)
     if out is not None:
@@ -198,7 +215,7 @@ def _codegen_triton(args: argparse.Namespace) -> int:
               f"kernel(s)) written to {out}")
     else:
         sys.stdout.write(module.source)
-    for arch in args.ptx or []:
+    for arch in _archs(args.ptx):
         ptx = compile_ptx(module.source, arch)
         print(f"triton --target {arch}: {len(ptx.ptx)} kernel(s) in {ptx.seconds:.1f} s", file=sys.stderr)
     return _emulate_triton(source, module) if args.emulate else 0
@@ -227,12 +244,21 @@ def _emulate_triton(source: Source, module: Any) -> int:
 
 def bench(args: argparse.Namespace) -> int:
     from mirage_lab.bench import timing
+    from mirage_lab.bench.harness import find_reference_dir
 
     out = output_dir(args.out, "--out folder") if args.out else None
+    if args.reference_dir is not None:
+        find_reference_dir(args.reference_dir, "--reference-dir")
     mods = None if args.cpu else timing.gpu_modules()
     if mods is None or isinstance(mods, str):
         if isinstance(mods, str):
             print(f"no GPU timing ({mods}); timing the numpy interpreter on the CPU instead", file=sys.stderr)
+        unused = [flag for flag, given in (("--reference-dir", args.reference_dir is not None),
+                                           ("--max-graphs", args.max_graphs is not None)) if given]
+        if unused:
+            print(f"{' and '.join(unused)} {'go' if len(unused) > 1 else 'goes'} with GPU timings, which time "
+                  "reference μGraphs; the CPU table times each program and its hand-fused μGraph only",
+                  file=sys.stderr)
         rows = timing.measure_cpu(args.programs, args.batches, hardware=args.hardware or "H100",
                                   repeats=args.repeats or 3)
         hw_label = f"cpu_{timing.cpu_name()}"
@@ -240,14 +266,13 @@ def bench(args: argparse.Namespace) -> int:
         cupy, run = mods
         hw_label = timing.gpu_name(cupy)
         rows = timing.measure_gpu(cupy, run, args.hardware or timing.preset_for(hw_label), args.programs,
-                                  args.batches, max_graphs=args.max_graphs, repeats=args.repeats or 200,
+                                  args.batches, max_graphs=args.max_graphs or 4, repeats=args.repeats or 200,
                                   reference_dir=args.reference_dir)
     df = timing.with_speedups(pd.DataFrame(rows))
     print(df.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if out is not None:
         name = "".join(c if c.isalnum() or c in "._-" else "_" for c in hw_label).strip("_")
-        with writing(out / f"{name}.csv", "timing table"):
-            df.to_csv(out / f"{name}.csv", index=False)
+        write_atomic(out / f"{name}.csv", df.to_csv(index=False))
         print(f"wrote {out / f'{name}.csv'}; proxy_us is the cost model's estimate, median_us a measurement")
     return 0
 

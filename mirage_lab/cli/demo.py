@@ -22,9 +22,11 @@ import pandas as pd
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
 from mirage_lab.bench.timing import measure_cpu, with_speedups
+from mirage_lab.bounds import check_timed_runs
 from mirage_lab.cli.sources import config_for, resolve
-from mirage_lab.errors import MirageError
+from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
+from mirage_lab.ir.io import write_atomic
 from mirage_lab.paths import input_dir, output_dir, output_file
 from mirage_lab.progress import progress
 from mirage_lab.semantics.interpret import interpret
@@ -64,13 +66,11 @@ def write_tables(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
     lines = ["# mirage-lab demo report", "", f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}.", ""]
     for title, df in sections.items():
         slug = "".join(c if c.isalnum() else "_" for c in title.lower())
-        df.to_csv(out / f"{slug}.csv", index=False)
+        write_atomic(out / f"{slug}.csv", df.to_csv(index=False))
         lines += [f"## {title}", "", df.to_markdown(index=False), ""]
-    (out / "report.json").write_text(json.dumps({k: v.to_dict("records") for k, v in sections.items()},
-                                                indent=1, default=float))
-    report = out / "report.md"
-    report.write_text("\n".join(lines))
-    return report
+    write_atomic(out / "report.json", json.dumps({k: v.to_dict("records") for k, v in sections.items()},
+                                                 indent=1, default=float))
+    return write_atomic(out / "report.md", "\n".join(lines))
 
 
 def run_search(args: argparse.Namespace, out: Path) -> tuple[dict[str, pd.DataFrame], Path | None]:
@@ -83,7 +83,7 @@ def run_search(args: argparse.Namespace, out: Path) -> tuple[dict[str, pd.DataFr
     print(f"\nsuperoptimize({source.label}, {config!r}): {res}")
     if res.best is not None:
         print(f"best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")
-        (out / "best_graph.txt").write_text(str(res.best.graph))
+        write_atomic(out / "best_graph.txt", str(res.best.graph))
     return {f"Superoptimization of {source.label}": res.to_frame(), "Search report": res.report.to_frame()}, res.run_dir
 
 
@@ -122,15 +122,20 @@ def figure_files(run_dir: Path, out: Path, formats: tuple[str, ...] = ("pdf", "s
 
 
 def demo(args: argparse.Namespace) -> int:
+    check_timed_runs(0, args.repeats)  # before the search: a count the timing would refuse is refused now
     out = output_dir(args.out, "report folder (--out)")
+    if args.no_references and args.reference_dir is not None:
+        raise InputError("--no-references skips the folder --reference-dir names; give one or the other")
+    # a folder named wrongly is said before any work
+    ref_dir = None if args.no_references else find_reference_dir(args.reference_dir, "--reference-dir")
     sections, run_dir = ({}, None) if args.no_search else run_search(args, out)
     sections["Fused vs unfused (numpy interpreter, CPU)"] = fused_frame(args.programs or list(fused.FUSED),
                                                                         args.repeats)
-    ref_dir = find_reference_dir(args.reference_dir)
-    if ref_dir is None:
-        print("reference μGraphs not found (pass --reference-dir); skipping that section", file=sys.stderr)
-    else:
+    if ref_dir is not None:
         sections["Reference checkpoints"] = pd.DataFrame(checkpoint_rows(ref_dir, args.per_file, args.tol))
+    elif not args.no_references:
+        print("reference μGraphs not found (pass --reference-dir, or --no-references); skipping that section",
+              file=sys.stderr)
     for title, df in sections.items():
         print(f"\n{title}\n{df.to_string(index=False)}")
     print(f"\nreport written to {write_tables(out, sections)}")

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mirage_lab.codegen.arch import ARCHS as ARCHS  # (the default architectures; imported from here too)
+from mirage_lab.codegen.arch import check_arch
 from mirage_lab.errors import MirageError
 
 NVCC_CANDIDATES = ("nvcc", "/usr/local/bin/nvcc", "/usr/local/cuda/bin/nvcc")
-ARCHS = ("sm_80", "sm_90")
 
 
 class CompileError(MirageError, RuntimeError):
@@ -56,6 +57,7 @@ def nvcc_available() -> bool:
 
 def nvcc_ptx(source: str, arch: str = "sm_80", *, resources: bool = False, timeout: float = 300) -> PtxResult:
     """Compile ``source`` to PTX for ``arch`` ("sm_80", "sm_90", …); raises CompileError on failure."""
+    check_arch(arch)
     nvcc = nvcc_path()
     if nvcc is None:
         raise CompileError("nvcc not found on PATH (nor /usr/local/bin, /usr/local/cuda/bin); install the CUDA "

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from time import perf_counter
+from functools import partial
 from typing import Any
 
+from mirage_lab.bounds import timed_runs, wall_time
 from mirage_lab.codegen.backend import Rendering
 from mirage_lab.codegen.run import Timing
 from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
@@ -38,11 +39,6 @@ class ReferenceBackend:
         return interpret(compiled, inputs, dtype=self.dtype)
 
     def time(self, compiled: KernelGraph, inputs: Sequence[Any], *, warmup: int = 1, repeats: int = 5) -> Timing:
-        for _ in range(warmup):
-            self.run(compiled, inputs)
-        samples = []
-        for _ in range(max(repeats, 1)):
-            start = perf_counter()
-            self.run(compiled, inputs)
-            samples.append((perf_counter() - start) * 1e3)
-        return Timing.from_samples(samples)
+        samples = timed_runs(partial(wall_time, partial(self.run, compiled, inputs)), warmup, repeats,
+                             "the interpreter")
+        return Timing.from_samples([s * 1e3 for s in samples])

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mirage_lab.bounds import timed_runs
 from mirage_lab.codegen.compile import compile_module
 from mirage_lab.codegen.options import CodegenOptions, codegen_options
 from mirage_lab.codegen.plan import CudaProgram, KernelLaunch, LibraryCall, plan_cuda, prepare
@@ -191,18 +192,19 @@ class Timing:
 
 
 def time_callable(fn: Callable[..., Any], args: Sequence[Any], warmup: int = 16, repeats: int = 200) -> Timing:
-    """Time ``fn(*args)`` with a pair of CUDA events around each call (SPEC §8.1's measurement)."""
+    """Time ``fn(*args)`` with a pair of CUDA events around each call (SPEC §8.1's measurement); counts and the
+    projected total are bounded (``bounds.timed_runs``)."""
     import cupy
 
-    for _ in range(warmup):
-        fn(*args)
-    cupy.cuda.Device().synchronize()
-    samples = []
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    for _ in range(repeats):
+
+    def once() -> float:
         start.record()
         fn(*args)
         end.record()
         end.synchronize()
-        samples.append(float(cupy.cuda.get_elapsed_time(start, end)))
-    return Timing.from_samples(samples)
+        return float(cupy.cuda.get_elapsed_time(start, end)) / 1e3
+
+    cupy.cuda.Device().synchronize()
+    samples = timed_runs(once, warmup, repeats, getattr(fn, "__name__", "a kernel"))
+    return Timing.from_samples([s * 1e3 for s in samples])

@@ -23,6 +23,7 @@ from typing import Any
 
 from mirage_lab.arguments import checked_methods
 from mirage_lab.codegen import generate_cuda, generate_triton
+from mirage_lab.codegen.arch import arch_of_cc
 from mirage_lab.compat.keywords import SearchPlan, plan_search
 from mirage_lab.compat.notices import notice
 from mirage_lab.compat.reference_api import compile_notices, generate_cuda_program, out_of_scope
@@ -156,6 +157,8 @@ class KNGraph(KernelGraphBuilder):
             print("inputs:", ", ".join(f"{tuple(a.shape)} {a.dtype}" for a in inputs))
         graph = self._frozen_with(outputs)
         asked = {k: v for k, v in kwargs.items() if k != "stream"}
+        if asked.get("target_cc") is not None:
+            arch_of_cc(asked["target_cc"])  # on every call: the notices below come once per graph
         if asked and graph.canonical_hash() not in self._asked:
             self._asked.add(graph.canonical_hash())
             compile_notices(**{k: v for k, v in asked.items() if k != "file_id"})

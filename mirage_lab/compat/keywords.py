@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirage_lab.arguments import did_you_mean
+from mirage_lab.bounds import check_timed_runs
 from mirage_lab.compat.notices import notice, notice_once, unsupported
 from mirage_lab.errors import ArgumentError, InputError
 from mirage_lab.search import SearchConfig, preset
@@ -133,7 +134,9 @@ def plan_search(given: dict[str, Any], settings: dict[str, Any], *, gpu: bool) -
         notice(f"superoptimize: previous_checkpoint={checkpoint!r} exists and is left as it is: mirage-lab "
                "resumes and caches searches in its run folders, and writes a checkpoint only to a new file")
         checkpoint = None
+    warmup, repeats = check_timed_runs(given.get("warmup_iters", 16), given.get("profile_iters", 1000),
+                                       ("warmup_iters", "profile_iters"))  # refused before the search, not after
     return SearchPlan(config=config, run_dir=DEFAULT_ROOT if given.get("use_cached_graphs", True) else False,
-                      backend=backend, time_on_gpu=gpu, warmup_iters=int(given.get("warmup_iters", 16)),
-                      profile_iters=int(given.get("profile_iters", 1000)), verbose=bool(given.get("verbose", False)),
+                      backend=backend, time_on_gpu=gpu, warmup_iters=warmup,
+                      profile_iters=repeats, verbose=bool(given.get("verbose", False)),
                       save_codes=bool(given.get("save_codes", False)), checkpoint=checkpoint)

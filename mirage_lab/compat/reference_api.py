@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mirage_lab.codegen import generate_cuda, generate_triton, plan_cuda
+from mirage_lab.codegen.arch import arch_of_cc
 from mirage_lab.compat.arrays import TORCH_DTYPES
 from mirage_lab.compat.notices import notice, unsupported
 from mirage_lab.errors import InputError, UnsupportedOpError
@@ -84,7 +85,7 @@ def bypass_compile_errors(value: bool = True) -> None:
 
 def get_shared_memory_capacity(target_cc: int) -> int:
     """Bytes of shared memory a block may use on compute capability ``target_cc`` (80 → sm_80, 90 → sm_90)."""
-    return capacity(f"sm_{int(target_cc)}")
+    return capacity(arch_of_cc(target_cc))
 
 
 def _strides_match(graph: Any, input_strides: Sequence[Sequence[int]] | None) -> None:
@@ -104,6 +105,7 @@ def compile_notices(*, target_cc: int | None = None, num_warp_groups: int = -1, 
                     profiling: bool = False, enable_online_softmax: bool = False) -> None:
     """A notice for each code-generation setting of the reference that mirage-lab does not act on."""
     if target_cc is not None:
+        arch_of_cc(target_cc)  # refused as --ptx refuses a malformed architecture
         notice(f"target_cc={target_cc}: kernels are compiled for the device they run on")
     if num_warp_groups != -1 or pipeline_stages != -1:
         notice("num_warp_groups and pipeline_stages (Hopper warp specialisation) are not generated; the kernels "
@@ -121,6 +123,7 @@ def generate_cuda_program(input_graph: Any, *, target_cc: int = 80,
                           enable_online_softmax: bool = False) -> dict[str, Any]:
     """The CUDA program of ``input_graph``, as the reference's dict: ``code``, ``buf_size``, ``max_smem_size``,
     ``profiler_buf_size`` and ``output_directives`` (shape, strides and size of each output)."""
+    arch_of_cc(target_cc)
     _strides_match(input_graph, input_strides)
     compile_notices(num_warp_groups=num_warp_groups, pipeline_stages=pipeline_stages, profiling=profiling,
                     enable_online_softmax=enable_online_softmax)
@@ -141,6 +144,7 @@ def generate_cuda_program(input_graph: Any, *, target_cc: int = 80,
 def generate_triton_program(input_graph: Any, *, target_cc: int = 80) -> dict[str, Any]:
     """The Triton program of ``input_graph``, as the reference's dict: ``code`` (a module whose ``run(*inputs)``
     takes torch tensors) and ``output_shapes``; one source serves every target (``target_cc`` is recorded)."""
+    arch_of_cc(target_cc)
     g = as_graph(input_graph)
     return {"code": generate_triton(g), "output_shapes": [list(t.dims) for t in g.output_types],
             "target_cc": int(target_cc)}

@@ -26,7 +26,7 @@ from mirage_lab.ir.ops import ACCUM_KEY, Kind, Level, Op
 from mirage_lab.ir.smem import UNCHECKED
 from mirage_lab.ir.tensor import TensorType
 from mirage_lab.ir.validate import check_dims
-from mirage_lab.paths import input_file, reading, writing
+from mirage_lab.paths import input_file, reading, replaceable, writing
 
 FORMAT = "mirage-lab/mugraph"
 VERSION = 1
@@ -54,6 +54,7 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes | Iterable[str]
     p = Path(path)
     if p.is_dir():
         raise PathError(f"{p} is a directory; name a file to write (e.g. {p / 'graph.json'})")
+    p = replaceable(p)
     # unique per writer: two processes may write the same file (e.g. one candidate found twice)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -62,6 +63,7 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes | Iterable[str]
             for piece in pieces:
                 f.write(piece.encode() if isinstance(piece, str) else piece)
         with writing(p):
+            replaceable(p)  # again: something may have been put there while we wrote
             os.replace(tmp, p)
     finally:
         with contextlib.suppress(OSError):

@@ -23,6 +23,7 @@ from typing import Any
 
 from mirage_lab.absexpr.engines import ENGINES
 from mirage_lab.arguments import checked, checked_methods, did_you_mean
+from mirage_lab.bounds import MAX_TRIALS
 from mirage_lab.errors import ArgumentError, InputError, MirageError
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.tensor import MAX_RANK
@@ -197,13 +198,14 @@ def _rules() -> dict[str, Rule]:
     triple = Many(Int(1), 3)
     rules: dict[str, Rule] = {name: pos for name in (
         "max_kernel_ops", "max_block_ops", "max_block_outputs", "max_block_inputs", "reduction_dimx", "min_blocks",
-        "max_blocks", "smem_budget", "trials")}
+        "max_blocks", "smem_budget")}
     rules |= {name: Bool() for name in (
         "attention_3d_first", "attention", "lora", "normalise_imaps", "randomized_branches", "dedupe_kernel_states",
         "final_kernel_checks", "index_checks", "cost_bound", "skip_commuted_twins", "pruning",
         "expression_precheck")}
     rules |= {
-        "preset": Choice(PRESET_NAMES), "max_customized": count, "seed": count, "notes": Text(),
+        "preset": Choice(PRESET_NAMES), "trials": Int(1, MAX_TRIALS), "max_customized": count, "seed": count,
+        "notes": Text(),
         "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True), "disabled_checks": Many(Text()),
         "clamp_bounds": Many(Real(), 2), "forloop_ranges": Many(pos, nonempty=True), "grids": Many(triple),
         "grid_divisors": Many(pos), "attention_grids_yz": Many(Many(pos, 2)),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mirage_lab.bounds import size as _size
 from mirage_lab.cache import private_dir
 from mirage_lab.errors import CacheError, ResourceError
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
@@ -148,14 +149,6 @@ def small_pages() -> Iterator[None]:
         yield
     finally:
         switch(before)
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def _meminfo(field: str) -> int | None:

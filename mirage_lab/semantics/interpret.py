@@ -11,19 +11,21 @@ tiles back by the omap. Index semantics are exactly those of SPEC §3.4.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from mirage_lab.arguments import checked
+from mirage_lab.arguments import checked, did_you_mean
 from mirage_lab.errors import InputError, UnsupportedOpError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor
 from mirage_lab.ir.ops import EvalArgs, Kind, Op
 from mirage_lab.ir.thread import derive_thread_graphs
 from mirage_lab.semantics.arith import FloatArith, NumberSystem
+from mirage_lab.semantics.field import FieldArith, FieldValue
 from mirage_lab.semantics.footprint import memory_guard, require_memory
+from mirage_lab.semantics.real_values import check_real
 
 F_AXIS = 3  # index of the iteration axis in block-level values
 LEAD = 4  # grid x, y, z and the iteration axis
@@ -38,13 +40,41 @@ def interpret(graph: Any, inputs: Sequence[Any], *, backend: str | None = None, 
     number system ``ns`` is given. Outputs come back as numpy arrays unless ``to_host=False``.
     """
     g = as_graph(graph)
-    ns = ns or FloatArith(backend, dtype)
+    ns = number_system(ns, backend, dtype)
     check_inputs(g, inputs)
     if ns.xp is np:
         require_memory(g, ns.element_bytes, "interpreting this graph")
     with memory_guard("interpreting this graph"):
         outs = run_kernel_graph(g, [ns.from_host(a) for a in inputs], ns)
         return [ns.to_host(v) for v in outs] if to_host else outs
+
+
+#: the number systems ``interpret(ns=...)`` also takes by name: name → how to make it for a backend and dtype
+NAMED_SYSTEMS: dict[str, Callable[[str | None, str], NumberSystem]] = {
+    "float": lambda backend, dtype: FloatArith(backend, dtype),
+    "field": lambda backend, dtype: FieldArith(backend=backend),
+}
+
+
+def number_system(ns: Any, backend: str | None = None, dtype: str = "float64") -> NumberSystem:
+    """``ns`` as a number system: None (floats in ``dtype``), a name of ``NAMED_SYSTEMS``, or an instance (of
+    ``FloatArith``, ``FieldArith``, … anything with the interpreter's methods)."""
+    if ns is None:
+        return FloatArith(backend, dtype)
+    if isinstance(ns, str):
+        make = NAMED_SYSTEMS.get(ns.strip().lower())
+        if make is None:
+            raise InputError(f"ns={ns!r} names no number system{did_you_mean(ns, list(NAMED_SYSTEMS))}; use "
+                             f"{' or '.join(map(repr, NAMED_SYSTEMS))}, or pass one (FloatArith(...), FieldArith(...))")
+        return make(backend, dtype)
+    if isinstance(ns, type):
+        raise InputError(f"ns={ns.__name__} is a class; pass an instance: ns={ns.__name__}()")
+    missing = [m for m in ("xp", "from_host", "to_host", "add", "matmul") if not hasattr(ns, m)]
+    if missing:
+        raise InputError(f"ns must be a number system (FloatArith(...), FieldArith(...)) or one of "
+                         f"{', '.join(map(repr, NAMED_SYSTEMS))}, got {type(ns).__name__} (it has no "
+                         f"{', '.join(missing)})")
+    return cast(NumberSystem, ns)
 
 
 def check_inputs(g: KernelGraph, inputs: Sequence[Any]) -> None:
@@ -63,6 +93,8 @@ def check_inputs(g: KernelGraph, inputs: Sequence[Any]) -> None:
                              f"{t.dims}") from None
         if shape != t.dims:
             raise InputError(f"input {i} must have shape {t.dims} ({t}), got an array of shape {shape}")
+        if not isinstance(a, FieldValue):
+            check_real(a, f"input {i} ({t})")
 
 
 def _last_uses(nodes: Sequence[Node], keep: Sequence[int]) -> dict[int, int]:

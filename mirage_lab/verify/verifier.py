@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mirage_lab.arguments import checked, checked_methods
+from mirage_lab.bounds import check_trials, require_room, size
 from mirage_lab.errors import InputError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
@@ -89,6 +90,7 @@ class Verifier:
         if self.ns.xp is np:
             require_memory(self.reference, self.ns.element_bytes, "verifying over the finite field",
                            self.memory_wait_s)
+            self._require_trial_room()
         self.backend = backend
         self.float_check, self.float_first = float_check, float_first
         # per trial: the inputs, and the reference's outputs on the host with their digests
@@ -103,6 +105,15 @@ class Verifier:
     def __repr__(self) -> str:
         return (f"Verifier({len(self.reference.inputs)} inputs → {len(self.reference.outputs)} outputs, "
                 f"trials={self.trials}, field={self.field}{', parity=' + self.parity if self.parity else ''})")
+
+    def _require_trial_room(self) -> None:
+        """Every trial's evaluation of the program (its inputs and outputs) is kept for the next candidate:
+        refuse, before the first, a trial count whose evaluations cannot all fit in memory."""
+        per_trial = (sum(math.prod(t.dims) for t in (*self.reference.input_types, *self.reference.output_types))
+                     * self.ns.element_bytes)
+        need = self.trials * per_trial + peak_elements(self.reference) * self.ns.element_bytes
+        require_room(need, available_bytes(), f"trials={self.trials} (each keeps one evaluation of the program, "
+                     f"{size(per_trial)})", "ask for fewer trials, or use smaller shapes")
 
     # -- inputs and the cached program ---------------------------------------------------------
     def trial_seed(self, trial: int) -> tuple[int, ...]:
@@ -293,8 +304,7 @@ class Verifier:
 
 
 def _check_settings(trials: Any, seed: Any, field: Any, float_check: Any, parity: Any) -> None:
-    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
-        raise InputError(f"trials must be an integer ≥ 0 (0: the float64 check alone), got {trials!r}")
+    check_trials(trials)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise InputError(f"seed must be an integer ≥ 0, got {seed!r}")
     if not isinstance(field, FieldSpec):

@@ -36,9 +36,9 @@ def program_file(folder: Path) -> Path:
 
 def run_small_demo(out: Path) -> Path:
     """``mirage-lab demo`` end to end on the small program: search, fused-vs-unfused (RMSNorm only), no
-    checkpoint section (a missing --reference-dir); returns the folder holding report.html."""
+    checkpoint section (--no-references); returns the folder holding report.html."""
     prog = program_file(out.parent)
     rc = cli.main(["demo", "--out", str(out), "--search", str(prog), *SETTINGS, "--programs", "rmsnorm",
-                   "--repeats", "1", "--reference-dir", str(out.parent / "no-such-dir")])
+                   "--repeats", "1", "--no-references"])
     assert rc == 0
     return out

@@ -28,7 +28,8 @@ from types import ModuleType
 import numpy as np
 
 from mirage_lab.cache import HashedStore
-from mirage_lab.errors import MirageError
+from mirage_lab.codegen.arch import check_arch
+from mirage_lab.errors import InputError, MirageError
 
 __all__ = ["PtxKernels", "compile_ptx", "emulate", "load_module", "module_path", "triton_available"]
 
@@ -85,8 +86,8 @@ class PtxKernels:
 
 def compile_ptx(source: str, arch: str = "sm_80") -> PtxKernels:
     """Compile every kernel of the generated module ``source`` to PTX for ``arch`` (sm_80, sm_90, …); no GPU needed."""
-    if not arch.startswith("sm_") or not arch[3:].isdigit():
-        raise MirageError(f"arch {arch!r} is not an sm_XX target; use e.g. sm_80 or sm_90")
+    if not check_arch(arch)[3:].isdigit():  # Triton's GPUTarget takes the capability as a number
+        raise InputError(f"Triton compiles for a plain sm_XX target, not {arch!r}; use e.g. sm_80 or sm_90")
     _need("compiling Triton kernels")
     import triton
     from triton.backends.compiler import GPUTarget
