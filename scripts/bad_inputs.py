@@ -1,5 +1,6 @@
 """Run every bad input we know of and count what a user would see: a clear error, an unclear one, silence, or a
-raw traceback. The goal is zero silent and zero tracebacks.
+raw traceback — or nothing at all within the time limit (a hang). The goal is zero silent, zero tracebacks and zero
+hangs.
 
     .venv/bin/python scripts/bad_inputs.py [--json out.json] [--verbose]
 
@@ -28,7 +29,7 @@ from tests.trust.bad_inputs import CASES, Case, Outcome, Workspace, run_case, su
 
 def run_trust_table(limit: float) -> list[tuple[Case, Outcome]]:
     """Each case in a forked child, killed after ``limit`` seconds: a bad input that starts a search instead of
-    being refused counts as accepted (silent), and no case can leave state behind for the next."""
+    being refused, or a write that waits on a pipe, counts as a hang, and no case can leave state behind."""
     results = []
     fork = multiprocessing.get_context("fork")
     for case in CASES:
@@ -40,7 +41,7 @@ def run_trust_table(limit: float) -> list[tuple[Case, Outcome]]:
             outcome = receive.recv() if receive.poll(limit) else None
             child.kill()
             child.join()
-            results.append((case, outcome or Outcome("silent", f"accepted: still running after {limit:.0f} s")))
+            results.append((case, outcome or Outcome("hang", f"still running after {limit:.0f} s")))
         print(f"[{len(results)}/{len(CASES)}] {results[-1][1].kind:9} {case.id}", file=sys.stderr, flush=True)
     return results
 
@@ -91,31 +92,32 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="write every case's outcome here")
     p.add_argument("--verbose", action="store_true", help="print every case, not only the ones that are not clear")
-    p.add_argument("--case-timeout", type=float, default=60.0, help="seconds before a case counts as accepted "
-                   "(silent): a bad input that starts a search instead of being refused")
+    p.add_argument("--case-timeout", type=float, default=60.0, help="seconds before a case counts as a hang: a "
+                   "bad input that starts a search (or waits on a pipe) instead of being refused")
     args = p.parse_args()
     start = time.perf_counter()
     tables = {"cli + api (tests/trust)": run_trust_table(args.case_timeout),
               "graphs and files (tests/ir)": run_ir_table()}
     rows: list[dict[str, Any]] = []
-    print(f"{'table':30} {'surface':8} {'tried':>6} {'clear':>6} {'unclear':>8} {'silent':>7} {'traceback':>10}")
+    print(f"{'table':30} {'surface':8} {'tried':>6} {'clear':>6} {'unclear':>8} {'silent':>7} {'traceback':>10} "
+          f"{'hang':>5}")
     for name, results in tables.items():
         for surface in sorted({c.surface for c, _ in results}):
             part = [(c, o) for c, o in results if c.surface == surface]
             n = summarize(part)
             print(f"{name:30} {surface:8} {n['tried']:>6} {n['clear']:>6} {n['unclear']:>8} {n['silent']:>7} "
-                  f"{n['traceback']:>10}")
+                  f"{n['traceback']:>10} {n['hang']:>5}")
         rows += [{"table": name, "id": c.id, "surface": c.surface, "kind": o.kind, "detail": o.detail}
                  for c, o in results]
     total = summarize([(c, o) for results in tables.values() for c, o in results])
     print(f"{'all':30} {'':8} {total['tried']:>6} {total['clear']:>6} {total['unclear']:>8} {total['silent']:>7} "
-          f"{total['traceback']:>10}   ({time.perf_counter() - start:.0f} s)")
+          f"{total['traceback']:>10} {total['hang']:>5}   ({time.perf_counter() - start:.0f} s)")
     for r in rows:
         if args.verbose or r["kind"] != "clear":
             print(f"  {r['kind']:9} {r['id']}: {r['detail'][:300]}")
     if args.json:
         Path(args.json).write_text(json.dumps({"counts": total, "cases": rows}, indent=1))
-    return 0 if total["silent"] == total["traceback"] == 0 else 1
+    return 0 if total["silent"] == total["traceback"] == total["hang"] == 0 else 1
 
 
 if __name__ == "__main__":

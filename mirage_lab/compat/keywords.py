@@ -121,6 +121,8 @@ def plan_search(given: dict[str, Any], settings: dict[str, Any], *, gpu: bool) -
     """The plan for a reference ``superoptimize(**given)``; ``settings`` are mirage-lab SearchConfig fields."""
     _known_settings(settings)
     _check_blockdims(given.get("blockdims"))
+    warmup, repeats = check_timed_runs(given.get("warmup_iters", 16), given.get("profile_iters", 1000),
+                                       ("warmup_iters", "profile_iters"))  # refused before the search, not after
     config = _config(given, settings)
     backend = _backend(given, gpu)
     if "use_graph_dataset" in given:
@@ -134,8 +136,6 @@ def plan_search(given: dict[str, Any], settings: dict[str, Any], *, gpu: bool) -
         notice(f"superoptimize: previous_checkpoint={checkpoint!r} exists and is left as it is: mirage-lab "
                "resumes and caches searches in its run folders, and writes a checkpoint only to a new file")
         checkpoint = None
-    warmup, repeats = check_timed_runs(given.get("warmup_iters", 16), given.get("profile_iters", 1000),
-                                       ("warmup_iters", "profile_iters"))  # refused before the search, not after
     return SearchPlan(config=config, run_dir=DEFAULT_ROOT if given.get("use_cached_graphs", True) else False,
                       backend=backend, time_on_gpu=gpu, warmup_iters=warmup,
                       profile_iters=repeats, verbose=bool(given.get("verbose", False)),

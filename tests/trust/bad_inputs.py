@@ -7,7 +7,9 @@ raise, exit or define nothing…). ``run_case`` classifies what happened:
 * ``clear``: the expected exit status / error class, and a message that names the problem (every needle);
 * ``unclear``: an error, but of the wrong class or status, or a message missing a needle, or more than one line;
 * ``silent``: no error at all;
-* ``traceback``: an exception that is not a ``MirageError`` (the user would see a raw traceback).
+* ``traceback``: an exception that is not a ``MirageError`` (the user would see a raw traceback);
+* ``hang``: still running after the sweep's time limit (``scripts/bad_inputs.py``; a writer blocked on a FIFO,
+  say, or a bad input that started hours of work instead of being refused).
 
 ``tests/trust/test_bad_inputs.py`` asserts every case is clear; ``scripts/bad_inputs.py`` prints the counts.
 """
@@ -18,6 +20,7 @@ import contextlib
 import io
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ import numpy as np
 import mirage_lab as ml
 from mirage_lab import errors as E
 from mirage_lab.search.config import SearchConfig, preset
+from mirage_lab.semantics.field import FieldArith
 from tests.cli.small import PROGRAM
 
 PROGRAM_FILES = {
@@ -62,6 +66,12 @@ class Workspace:
         (root / "wrong_format.json").write_text(json.dumps({"format": "something/else", "graphs": []}))
         (root / "bad_op.json").write_text(json.dumps(_bad_op_doc()))
         (root / "huge_number.json").write_text('{"format": "mirage-lab/mugraph", "version": 1e999999}')
+        self.fifo = root / "a_fifo"  # a writer that opened it would wait for a reader forever: a hang
+        os.mkfifo(self.fifo)
+        self.dangling = root / "dangling.json"
+        self.dangling.symlink_to(root / "nowhere")
+        (root / "fifo_link.json").symlink_to(self.fifo)
+        (root / "empty_refs").mkdir()
         ml.save([self.small(), self.small()], root / "two.json")
         ml.save(self.small(), root / "one.json")
         for name, text in PROGRAM_FILES.items():
@@ -107,7 +117,7 @@ class Case:
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # clear | unclear | silent | traceback
+    kind: str  # clear | unclear | silent | traceback | hang
     detail: str
 
 
@@ -347,6 +357,129 @@ api("widget-export-not-run", E.InputError, lambda w: _widgets().export_html(w.di
 api("absexpr-parse", E.InputError, lambda w: ml.absexpr.parse("exp("), "ends too early")
 
 
+# --------------------------------------------------------------------------- writers never replace what is not a file
+
+cli("codegen-out-fifo", "codegen fused:rmsnorm --out {a_fifo}", "named pipe", "not a regular file")
+cli("codegen-out-fifo-link", "codegen fused:rmsnorm --out {fifo_link.json}", "a link to", "named pipe")
+cli("codegen-out-dangling", "codegen fused:rmsnorm --out {dangling.json}", "symbolic link to nothing")
+cli("codegen-triton-out-fifo", "codegen fused:rmsnorm --backend triton --out {a_fifo}", "named pipe")
+cli("search-html-fifo", f"{SEARCH} --html {{a_fifo}}", "named pipe", "HTML report")
+cli("report-html-fifo", "report {a_dir} --html {a_fifo}", "named pipe")
+api("save-fifo", E.PathError, lambda w: ml.save(w.small(), w.fifo), "named pipe", "left alone")
+api("save-dangling-link", E.PathError, lambda w: ml.save(w.small(), w.dangling), "symbolic link to nothing")
+api("save-link-to-fifo", E.PathError, lambda w: ml.save(w.small(), w["fifo_link.json"]), "a link to", "named pipe")
+api("checkpoint-export-fifo", E.PathError,
+    lambda w: _checkpoint_export().save_reference_checkpoint([w.small()], w.fifo), "named pipe")
+api("drop-in-to-json-fifo", E.PathError, lambda w: _drop_in_graph().to_json(str(w.fifo)), "named pipe")
+
+
+def _checkpoint_export() -> Any:
+    from mirage_lab.ir import checkpoint_export
+
+    return checkpoint_export
+
+
+def _drop_in_graph() -> Any:
+    g = ml.new_kernel_graph()
+    g.mark_output(g.exp(g.new_input(dims=(8, 64), dtype=ml.float16)))
+    return g
+
+
+# --------------------------------------------------------------------------- values the interpreter cannot honour
+
+
+def _interpret_one(value: Any, **kw: Any) -> Callable[[Workspace], Any]:
+    """Interpret ``exp`` of one (2, 4) input given as ``value``."""
+    def call(w: Workspace) -> Any:
+        g = ml.new_kernel_graph()
+        g.mark_output(g.exp(g.new_input(dims=(2, 4), dtype=ml.float32)))
+        return ml.interpret(g, [value], **kw)
+    return call
+
+
+api("interpret-complex", E.InputError, _interpret_one(np.ones((2, 4)) * (1 + 2j)), "complex", "np.real")
+api("interpret-object-none", E.InputError, _interpret_one(np.array([[1.0, None, 2.0, 3.0]] * 2, dtype=object)),
+    "None at (0, 1)", "np.nan")
+api("interpret-object-string", E.InputError, _interpret_one(np.array([[1.0, 2.0, 3.0, "x"]] * 2, dtype=object)),
+    "a str", "(0, 3)")
+api("interpret-list-of-none", E.InputError, _interpret_one([[None] * 4] * 2), "None")
+api("interpret-strings", E.InputError, _interpret_one([["1"] * 4] * 2), "strings", "dtype=float")
+api("interpret-bytes", E.InputError, _interpret_one(np.full((2, 4), b"1")), "byte strings")
+api("interpret-datetime", E.InputError, _interpret_one(np.zeros((2, 4), dtype="datetime64[s]")), "dates and times")
+api("interpret-timedelta", E.InputError, _interpret_one(np.zeros((2, 4), dtype="timedelta64[s]")), "time spans")
+api("interpret-structured", E.InputError, _interpret_one(np.zeros((2, 4), dtype=[("a", "f4")])), "structured")
+api("interpret-masked", E.InputError, _interpret_one(np.ma.masked_array(np.ones((2, 4)), mask=True)),
+    "masked entries", "filled")
+api("interpret-ns-unknown", E.InputError, _interpret_one(np.ones((2, 4)), ns="fields"), "ns='fields'",
+    "did you mean 'field'")
+api("interpret-ns-class", E.InputError, _interpret_one(np.ones((2, 4)), ns=FieldArith), "is a class",
+    "FieldArith()")
+api("interpret-ns-number", E.InputError, _interpret_one(np.ones((2, 4)), ns=5), "ns must be a number system")
+api("interpret-field-complex", E.InputError, _interpret_one(np.ones((2, 4)) * 1j, ns="field"), "complex")
+
+# --------------------------------------------------------------------------- bounds on what a user can ask
+
+cli("verify-trials-huge", "verify fused:rmsnorm --trials 10000000", "trials=10000000", "at most 1,000")
+cli("set-trials-huge", f"{SEARCH} --set trials=5000", "trials", "≤ 1000")
+cli("bench-repeats-huge", "bench --cpu --programs rmsnorm --repeats 1000000", "repeats=1000000", "at most 100,000")
+cli("demo-repeats-huge", "demo --no-search --repeats 1000000", "repeats=1000000", "at most 100,000")
+api("api-verify-trials-huge", E.InputError, lambda w: ml.verify(w.small(), w.small(), trials=10**7), "at most 1,000")
+api("verify-trials-memory", E.ResourceError,
+    lambda w: ml.verify(ml.bench.programs.rmsnorm(8), ml.bench.programs.rmsnorm(8), trials=1000),
+    "trials=1000", "each keeps one evaluation", "fewer trials")
+api("config-trials-huge", E.InputError, lambda w: preset("mlp", trials=10**6), "trials", "≤ 1000")
+api("timing-repeats-huge", E.InputError,
+    lambda w: ml.codegen.BACKENDS["reference"].time(w.small(), w.small_inputs(), repeats=10**6), "at most 100,000")
+api("timing-warmup-negative", E.InputError,
+    lambda w: ml.codegen.BACKENDS["reference"].time(w.small(), w.small_inputs(), warmup=-1), "warmup")
+api("measure-cpu-repeats-huge", E.InputError,
+    lambda w: ml.bench.timing.measure_cpu(["rmsnorm"], [1], repeats=10**6, log=lambda _: None), "at most 100,000")
+api("drop-in-profile-iters", E.InputError,
+    lambda w: _drop_in_graph().superoptimize(profile_iters=10**7), "profile_iters=10000000", "at most")
+api("drop-in-warmup-text", E.InputError, lambda w: _drop_in_graph().superoptimize(warmup_iters="many"),
+    "warmup_iters must be an integer")
+
+# --------------------------------------------------------------------------- what was asked and not done
+
+cli("demo-reference-dir-missing", "demo --no-search --reference-dir {no_such_dir}", "--reference-dir", "does not exist")
+cli("demo-reference-dir-file", "demo --no-search --reference-dir {a_file.txt}", "not a folder")
+cli("demo-reference-dir-empty", "demo --no-search --reference-dir {empty_refs}", "holds none of the reference")
+cli("demo-reference-dir-and-none", "demo --no-search --no-references --reference-dir {a_dir}", "one or the other")
+cli("bench-reference-dir-missing", "bench --cpu --reference-dir {no_such_dir}", "--reference-dir", "does not exist")
+cli("codegen-ptx-triton-suffix", "codegen fused:rmsnorm --backend triton --ptx sm_90a", "plain sm_XX", "sm_90a")
+cli("codegen-ptx-arch-word", "codegen fused:rmsnorm --ptx hopper", "CUDA architecture", "'hopper'")
+api("reference-dir-env-missing", E.PathError, lambda w: _with_env("MIRAGE_REFERENCE_MUGRAPHS", str(w.root / "nope"),
+                                                                  ml.bench.find_reference_dir),
+    "$MIRAGE_REFERENCE_MUGRAPHS", "does not exist")
+api("reference-dir-explicit-file", E.PathError, lambda w: ml.bench.find_reference_dir(w.file), "not a folder")
+api("target-cc-text", E.InputError, lambda w: _mi().generate_cuda_program(_drop_in_graph(), target_cc="80"),
+    "target_cc must be", "'80'")
+api("target-cc-short", E.InputError, lambda w: _mi().get_shared_memory_capacity(8), "target_cc", "got 8")
+api("target-cc-bool", E.InputError, lambda w: _mi().generate_triton_program(_drop_in_graph(), target_cc=True),
+    "target_cc")
+api("nvcc-arch-word", E.InputError, lambda w: ml.codegen.nvcc_ptx("", "hopper"), "CUDA architecture")
+
+
+def _with_env(name: str, value: str, fn: Callable[[], Any]) -> Any:
+    """``fn()`` with the environment variable ``name`` set to ``value`` (restored afterwards)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return fn()
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
+def _mi() -> Any:
+    """The drop-in, as a script written for Mirage imports it."""
+    import mirage_lab as mi
+
+    return mi
+
+
 def _widgets() -> Any:
     from mirage_lab import widgets
 
@@ -402,7 +535,7 @@ def _judge(case: Case, right_kind: bool, detail: str, message: str) -> Outcome:
 
 
 def summarize(outcomes: Sequence[tuple[Case, Outcome]]) -> dict[str, int]:
-    counts = {"tried": len(outcomes), "clear": 0, "unclear": 0, "silent": 0, "traceback": 0}
+    counts = {"tried": len(outcomes), "clear": 0, "unclear": 0, "silent": 0, "traceback": 0, "hang": 0}
     for _, o in outcomes:
         counts[o.kind] += 1
     return counts
