@@ -78,23 +78,19 @@ def replaceable(path: str | os.PathLike[str], what: str = "file") -> Path:
     written through (the link stays, the file it names is replaced); a dangling link, or one that names
     something else, is refused."""
     p = Path(path)
-    target = p
-    if p.is_symlink():
-        try:
-            target = p.resolve(strict=True)
-        except (OSError, RuntimeError):  # missing target, or a loop
+    try:
+        mode = os.stat(p).st_mode  # through links, /proc's too (/dev/stdout names a pipe, a terminal or a file)
+    except (FileNotFoundError, NotADirectoryError):  # nothing to replace (a file above it is said by the writer)
+        if p.is_symlink():
             raise PathError(f"{p} is a symbolic link to nothing that exists; it would be replaced by the {what}; "
                             "remove the link or name another file") from None
-    try:
-        mode = os.stat(target).st_mode
-    except (FileNotFoundError, NotADirectoryError):  # nothing to replace (a file above it is said by the writer)
-        return target
+        return p
     except OSError as e:
         raise PathError(f"cannot inspect {p} before writing the {what}: {e.strerror}") from None
     if stat.S_ISREG(mode):
-        return target
+        return p.resolve() if p.is_symlink() else p
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    shown = str(p) if target == p else f"{p} (a link to {target})"
+    shown = f"{p} (a link to {os.readlink(p)})" if p.is_symlink() else str(p)
     raise PathError(f"{shown} is {kind}, not a regular file; the {what} would replace it, so it is left alone: "
                     "name a regular file (or a path that does not exist yet)")
 

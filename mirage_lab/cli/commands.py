@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from mirage_lab.cli.sources import Source, config_for, resolve
-from mirage_lab.errors import InputError
+from mirage_lab.errors import InputError, PathError
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.paths import output_dir, output_file
 from mirage_lab.search.run_folder import runs_root
@@ -163,7 +163,12 @@ def codegen(args: argparse.Namespace) -> int:
 
 def _out_file(out: str | None, what: str) -> Path | None:
     """``--out``'s file, or None for standard output (no --out, or ``--out -``)."""
-    return None if out in (None, "-") else output_file(out, what)
+    if out in (None, "-"):
+        return None
+    try:
+        return output_file(out, what)
+    except PathError as e:
+        raise PathError(f"{e}; to print it instead, leave out --out (or write --out -)") from None
 
 
 def _archs(asked: list[str] | None) -> tuple[str, ...]:
