@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from mirage_lab.bench.programs import PROGRAMS
-from mirage_lab.cli import commands, demo
+from mirage_lab.cli import commands, demo, interrupt
 from mirage_lab.cli.argument_types import (
     Parser,
     UsageError,
@@ -205,8 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("mirage-lab: interrupted (a search keeps its finished tasks; run it again to resume)", file=sys.stderr)
-        return 130
+        print(interrupt.LINE, file=sys.stderr)
+        return interrupt.STATUS
     except BrokenPipeError:  # `mirage-lab codegen … | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
