@@ -35,6 +35,7 @@ from mirage_lab.cli.argument_types import (
     tolerance,
 )
 from mirage_lab.cli.sources import FORMS, ProgramFileError
+from mirage_lab.cli.warning_lines import one_line_warnings
 from mirage_lab.errors import MirageError
 from mirage_lab.search.run_folder import DEFAULT_ROOT
 from mirage_lab.search.run_list import BEST_FOLDER
@@ -187,6 +188,11 @@ class _CliHandler(logging.StreamHandler):  # type: ignore[type-arg, unused-ignor
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with one_line_warnings():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = parser().parse_args(argv)
     except UsageError as e:

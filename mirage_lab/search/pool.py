@@ -10,6 +10,8 @@ What makes it safe to use from any script, and quiet:
   blank ``__main__`` module stands in for the real one (for the few microseconds of each
   ``Process.start``; Python 3.11+ starts spawn workers on demand, so this wraps every start, not
   only the first). Notebooks, whose ``__main__`` has no file, behave as before.
+* **Warnings print as in the parent**: a worker formats them with the parent's ``warnings.formatwarning``
+  of the time it started (the command line's one line each, ``mirage_lab.cli.warning_lines``).
 * **One BLAS thread per worker**, set in the environment each worker is started with: with one
   worker per core, threaded GEMMs only fight each other.
 * **Workers die with their parent**, even under ``kill -9``: each worker asks Linux for SIGKILL
@@ -38,7 +40,8 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import resource_tracker
 from multiprocessing.context import SpawnContext, SpawnProcess
@@ -119,6 +122,20 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="mirage-lab parent watch", daemon=True).start()
 
 
+def start_worker(parent: int, formatwarning: Callable[..., str] | None) -> None:
+    """Worker initializer: die with the parent, and format warnings as it does (the command line's one line)."""
+    die_with_parent(parent)
+    if formatwarning is not None:
+        warnings.formatwarning = formatwarning
+
+
+def _by_name(fn: Callable[..., str]) -> Callable[..., str] | None:
+    """``fn`` when a worker can import it by name (how it travels), else None (the worker keeps Python's)."""
+    module = sys.modules.get(fn.__module__)
+    named = module is not None and fn.__module__ != "__main__" and getattr(module, fn.__qualname__, None) is fn
+    return fn if named else None
+
+
 def worker_count() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -147,7 +164,8 @@ def process_pool(workers: int | None = None) -> WorkerPool | None:
     pool = None
     try:
         pool = WorkerPool(max_workers=workers or worker_count(), mp_context=_WorkerContext(),
-                          initializer=die_with_parent, initargs=(os.getpid(),))
+                          initializer=start_worker,
+                          initargs=(os.getpid(), _by_name(warnings.formatwarning)))
         pool.submit(int).result()  # start one worker now: a pool that cannot start fails here, not mid-search
     except KeyboardInterrupt:
         if pool is not None:
