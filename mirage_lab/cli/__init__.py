@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from mirage_lab.bench.programs import PROGRAMS
-from mirage_lab.cli import commands, demo
+from mirage_lab.cli import commands, demo, interrupt
 from mirage_lab.cli.argument_types import (
     Parser,
     UsageError,
@@ -35,6 +35,7 @@ from mirage_lab.cli.argument_types import (
     tolerance,
 )
 from mirage_lab.cli.sources import FORMS, ProgramFileError
+from mirage_lab.cli.warning_lines import one_line_warnings
 from mirage_lab.errors import MirageError
 from mirage_lab.search.run_folder import DEFAULT_ROOT
 from mirage_lab.search.run_list import BEST_FOLDER
@@ -192,6 +193,11 @@ class _CliHandler(logging.StreamHandler):  # type: ignore[type-arg, unused-ignor
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with one_line_warnings():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = parser().parse_args(argv)
     except UsageError as e:
@@ -210,8 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("mirage-lab: interrupted (a search keeps its finished tasks; run it again to resume)", file=sys.stderr)
-        return 130
+        print(interrupt.LINE, file=sys.stderr)
+        return interrupt.STATUS
     except BrokenPipeError:  # `mirage-lab codegen … | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from mirage_lab.cli.interrupt import stop_if_interrupted
 from mirage_lab.cli.sources import Source, config_for, resolve
 from mirage_lab.errors import InputError, PathError
 from mirage_lab.ir.io import write_atomic
@@ -99,6 +100,7 @@ def search(args: argparse.Namespace) -> int:
     print(f"superoptimizing {source.label} with {config!r}", flush=True)
     with executor_for(args.executor) as executor:
         res = superoptimize(source.graph, config, executor=executor, run_dir=args.runs, progress=not args.quiet)
+    stop_if_interrupted(res.report)
     print(f"\n{res}\n")
     if res.report.stop_reason != "complete" and res.run_dir is not None:
         print(f"the search stopped early ({res.report.stop_reason}); its finished tasks are kept in {res.run_dir}: "

@@ -23,6 +23,7 @@ from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
 from mirage_lab.bench.timing import measure_cpu, with_speedups
 from mirage_lab.bounds import check_timed_runs
+from mirage_lab.cli.interrupt import stop_if_interrupted
 from mirage_lab.cli.sources import config_for, resolve
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
@@ -80,6 +81,7 @@ def run_search(args: argparse.Namespace, out: Path) -> tuple[dict[str, pd.DataFr
     source = resolve(args.search)
     config = config_for(source, args.preset, args.set or []).replace(time_limit_s=args.search_time)
     res = superoptimize(source.graph, config, run_dir=out / "runs")
+    stop_if_interrupted(res.report)
     print(f"\nsuperoptimize({source.label}, {config!r}): {res}")
     if res.best is not None:
         print(f"best μGraph ({res.best.hash[:12]}):\n{res.best.graph}")

@@ -9,7 +9,7 @@ from concurrent.futures import Executor, Future
 from typing import Any
 
 from mirage_lab.errors import InputError
-from mirage_lab.search.pool import process_pool
+from mirage_lab.search.pool import WorkerPool, process_pool
 
 
 class SerialExecutor(Executor):
@@ -34,6 +34,15 @@ def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
         return process_pool() or SerialExecutor(), True
     check_executor(executor)
     return SerialExecutor(), True
+
+
+def stop(executor: Executor) -> None:
+    """Shut down an executor we own without waiting for its running tasks (a process pool's end now; call this
+    before cancelling any of its futures, see ``WorkerPool.stop``)."""
+    if isinstance(executor, WorkerPool):
+        executor.stop()
+    else:
+        executor.shutdown(wait=False, cancel_futures=True)
 
 
 def check_executor(executor: Any) -> None:

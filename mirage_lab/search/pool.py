@@ -1,6 +1,6 @@
 """The local process pool that runs search tasks (``executor="process"``, the default).
 
-Three things make it safe to use from any script:
+What makes it safe to use from any script, and quiet:
 
 * **No re-import of ``__main__``.** ``spawn`` normally re-runs the user's script in every worker
   (``multiprocessing.spawn.get_preparation_data`` sends ``__main__.__spec__.name`` or
@@ -10,11 +10,19 @@ Three things make it safe to use from any script:
   blank ``__main__`` module stands in for the real one (for the few microseconds of each
   ``Process.start``; Python 3.11+ starts spawn workers on demand, so this wraps every start, not
   only the first). Notebooks, whose ``__main__`` has no file, behave as before.
+* **Warnings print as in the parent**: a worker formats them with the parent's ``warnings.formatwarning``
+  of the time it started (the command line's one line each, ``mirage_lab.cli.warning_lines``).
 * **One BLAS thread per worker**, set in the environment each worker is started with: with one
   worker per core, threaded GEMMs only fight each other.
 * **Workers die with their parent**, even under ``kill -9``: each worker asks Linux for SIGKILL
   when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and a daemon thread exits the worker when
   its parent pid changes (elsewhere, and as a second line of defence).
+* **Ctrl-C is the parent's alone.** A terminal's Ctrl-C reaches every process of the group, and a
+  worker that took it would print its own traceback (while starting, or idle between tasks) or break
+  the pool under the parent, which then took the interrupt for a crashed worker. Workers are started
+  with SIGINT blocked (the signal mask survives ``exec``; blocked, not ignored, so a Ctrl-C that
+  arrives while a worker starts stays pending for the parent); the parent, interrupted, ends them
+  with ``WorkerPool.stop``.
 
 When no pool can be started here (no ``/dev/shm``, no process creation allowed), the search runs
 in the calling process instead, after one line saying so.
@@ -32,8 +40,10 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import resource_tracker
 from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any
 
@@ -70,10 +80,25 @@ def single_threaded_blas() -> Iterator[None]:
 _STARTING = threading.Lock()  # two threads starting workers at once would restore each other's stand-ins
 
 
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread, and so in the processes it starts inside this block."""
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows: no signal masks)
+        yield
+        return
+    # spawn's first start launches the resource tracker, which unblocks SIGINT when it is up: launch it first
+    resource_tracker.ensure_running()
+    saved = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)  # a Ctrl-C that came meanwhile is delivered now
+
+
 class _WorkerProcess(SpawnProcess):
     @staticmethod
     def _Popen(process_obj: Any) -> Any:
-        with _STARTING, blank_main(), single_threaded_blas():
+        with _STARTING, blank_main(), single_threaded_blas(), sigint_blocked():
             return SpawnProcess._Popen(process_obj)
 
 
@@ -97,6 +122,20 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="mirage-lab parent watch", daemon=True).start()
 
 
+def start_worker(parent: int, formatwarning: Callable[..., str] | None) -> None:
+    """Worker initializer: die with the parent, and format warnings as it does (the command line's one line)."""
+    die_with_parent(parent)
+    if formatwarning is not None:
+        warnings.formatwarning = formatwarning
+
+
+def _by_name(fn: Callable[..., str]) -> Callable[..., str] | None:
+    """``fn`` when a worker can import it by name (how it travels), else None (the worker keeps Python's)."""
+    module = sys.modules.get(fn.__module__)
+    named = module is not None and fn.__module__ != "__main__" and getattr(module, fn.__qualname__, None) is fn
+    return fn if named else None
+
+
 def worker_count() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -104,14 +143,34 @@ def worker_count() -> int:
         return os.cpu_count() or 1
 
 
-def process_pool(workers: int | None = None) -> cf.Executor | None:
+class WorkerPool(cf.ProcessPoolExecutor):
+    """The search's process pool; ``stop`` ends it at once."""
+
+    def stop(self) -> None:
+        """End the running tasks now, and fail the waiting ones (an interrupted search runs them again when it
+        resumes). Its workers never see Ctrl-C, so nothing else would end them before this process could exit.
+
+        The pool takes its dead workers for a crash and fails every future it still holds; on Python 3.11 it
+        fails a cancelled one too, with a traceback from its thread, so cancel none of them before this.
+        """
+        for p in list((self._processes or {}).values()):
+            p.terminate()
+        self.shutdown(wait=True)  # (quick: nothing runs any more)
+
+
+def process_pool(workers: int | None = None) -> WorkerPool | None:
     """A started pool of ``workers`` processes (default: one per usable core), or None (with one line on stderr)
     when this machine cannot start one."""
     pool = None
     try:
-        pool = cf.ProcessPoolExecutor(max_workers=workers or worker_count(), mp_context=_WorkerContext(),
-                                      initializer=die_with_parent, initargs=(os.getpid(),))
+        pool = WorkerPool(max_workers=workers or worker_count(), mp_context=_WorkerContext(),
+                          initializer=start_worker,
+                          initargs=(os.getpid(), _by_name(warnings.formatwarning)))
         pool.submit(int).result()  # start one worker now: a pool that cannot start fails here, not mid-search
+    except KeyboardInterrupt:
+        if pool is not None:
+            pool.stop()
+        raise
     except (OSError, BrokenProcessPool, RuntimeError) as e:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)

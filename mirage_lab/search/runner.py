@@ -54,7 +54,7 @@ from mirage_lab.search.decision import KernelOp, decoded
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.event_schema import schema_line
 from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
-from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor
+from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor, stop
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.result import SearchResult
 from mirage_lab.search.run_folder import (
@@ -255,9 +255,11 @@ class _Search:
         executor, owned = make_executor(self.executor_spec)
         bar = progress(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
         inflight: dict[Future[Any], tuple[int, bool]] = {}  # future → (task, whether it runs as a slice)
+        drove = False
         try:
             self._drive(executor, 2 * getattr(executor, "_max_workers", 1) if owned else 64, front, todo, done,
                         inflight, bar)
+            drove = True
         except KeyboardInterrupt:
             self.report.stop_reason = "interrupted"
         except BrokenProcessPool as e:
@@ -266,10 +268,12 @@ class _Search:
                               "search again to resume it, or use executor='serial' to see the worker's error") from None
         finally:
             bar.close()
+            if owned and not drove:  # interrupted, or failed: what still runs is not wanted
+                stop(executor)
             for f in inflight:
                 f.cancel()
-            if owned:
-                executor.shutdown(wait=self.report.stop_reason != "interrupted", cancel_futures=True)
+            if owned and drove:
+                executor.shutdown(wait=True, cancel_futures=True)
         return done
 
     def _drive(self, executor: Executor, window: int, front: Outcome, todo: list[int],
@@ -316,9 +320,12 @@ class _Search:
                         self.folder.record(res.get("files", {}))
                     continue
                 if i in self._slices:
-                    res = join_slice(self._slices.pop(i), res)
-                done[i] = res
+                    res = join_slice(self._slices[i], res)
+                # kept before it counts as done: ``_finish`` merges every done task and reads its events from
+                # where ``_keep`` put them, and an interrupt may land anywhere in between
                 self._keep(res)
+                done[i] = res
+                self._slices.pop(i, None)
                 bar.update()
             if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
                 return

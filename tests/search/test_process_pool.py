@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,11 @@ from typing import Any
 import pytest
 
 import mirage_lab as ml
+from mirage_lab.cli.warning_lines import one_line, one_line_warnings
 from mirage_lab.search.config import preset
 from mirage_lab.search.events import read_events
 from mirage_lab.search.lock import RunLock
+from mirage_lab.search.pool import process_pool
 from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.search.runner import run_folder_path, superoptimize
 from tests.conftest import REPO_ROOT
@@ -158,3 +161,34 @@ superoptimize(small_rmsnorm(), preset("mlp", **SMALL), executor="process", run_d
     entries = RunFolder(folder).tasks.entries()
     assert kept and {name: entries[int(name.partition("#")[2])] for name in kept} == kept  # reused, not run again
     assert not list(folder.rglob("*.tmp")) and not list(folder.rglob("*.part"))
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="needs signal masks")
+def test_workers_leave_ctrl_c_to_the_parent_and_stop_at_once(capfd: pytest.CaptureFixture[str]) -> None:
+    """A terminal's Ctrl-C reaches the workers too: they start with SIGINT blocked (no traceback of their own),
+    the parent's mask stays as it was, and ``stop`` ends a running task without waiting for it."""
+    pool = process_pool(2)
+    assert pool is not None
+    assert signal.SIGINT in pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result()
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    for p in pool._processes.values():
+        os.kill(p.pid, signal.SIGINT)  # blocked: stays pending, the worker goes on
+    assert pool.submit(sum, [1, 2]).result() == 3
+    pool.submit(time.sleep, 60)
+    workers = list(pool._processes.values())
+    started = time.monotonic()
+    pool.stop()
+    assert time.monotonic() - started < 10 and not any(p.is_alive() for p in workers)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_workers_format_warnings_as_their_parent(capfd: pytest.CaptureFixture[str]) -> None:
+    """Started by the command line (one line per warning), a worker's warnings read the same."""
+    with one_line_warnings():
+        pool = process_pool(1)
+    assert pool is not None and warnings.formatwarning is not one_line
+    try:
+        pool.submit(warnings.warn, "from a worker,\n  over two lines", RuntimeWarning).result()
+    finally:
+        pool.stop()
+    assert capfd.readouterr().err == "mirage-lab: warning: from a worker, over two lines (RuntimeWarning)\n"

@@ -22,6 +22,7 @@ from mirage_lab.search.events import path_to
 from mirage_lab.search.replay import build_candidate, replay
 from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.search.runner import SerialExecutor, superoptimize
+from mirage_lab.task_log import TaskLog
 
 SMALL = dict(forloop_ranges=(4,), grid_divisors=(8,), block_ops=("matmul", "exp", "div", "accum_no_red", "accum_rms"),
              max_block_ops=6, kernel_ops=("matmul", "exp", "customized"))
@@ -160,6 +161,30 @@ def test_interrupt_and_resume_lose_nothing(tmp_path: Path, reference_run: ml.sea
     assert [c.hash for c in resumed.candidates] == [c.hash for c in reference_run.candidates]
     assert kept <= {p.name for p in (folder / "candidates").glob("*.json")}
     assert resumed.report.states == reference_run.report.states
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_an_interrupt_while_a_task_is_saved_loses_nothing(tmp_path: Path, reference_run: ml.search.SearchResult,
+                                                          monkeypatch: pytest.MonkeyPatch, written: bool) -> None:
+    """Ctrl-C landing while a finished task is appended to tasks.gz (before or after its bytes are written):
+    the search stops as interrupted, without that task (it used to be counted as done already, and the stop
+    then asked tasks.gz for its events: KeyError), and the resumed search runs it again."""
+    real, calls = TaskLog.append, []
+
+    def append(log: TaskLog, index: int, record: dict[str, Any], events: bytes) -> str:
+        calls.append(index)
+        digest = real(log, index, record, events) if written or len(calls) < 5 else ""
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return digest
+
+    monkeypatch.setattr(TaskLog, "append", append)
+    stopped = search(run_dir=tmp_path)
+    monkeypatch.undo()
+    assert stopped.report.stop_reason == "interrupted" and stopped.report.tasks_done == 4
+    resumed = search(run_dir=tmp_path)
+    assert resumed.report.stop_reason == "complete" and resumed.report.states == reference_run.report.states
+    assert [c.hash for c in resumed.candidates] == [c.hash for c in reference_run.candidates]
 
 
 def test_budgets_truncate_in_task_order(reference_run: ml.search.SearchResult) -> None:
