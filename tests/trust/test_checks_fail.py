@@ -263,8 +263,8 @@ def test_timing_figure_draws_a_wrong_row_as_failed() -> None:
 def test_demo_exits_1_and_reports_a_wrong_fused_graph(plant: str, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     _plant_fused_on_cpu(monkeypatch, PLANTS[plant])
-    rc = cli.main(["demo", "--no-search", "--programs", "lora", "--repeats", "1", "--out", str(tmp_path / "r"),
-                   "--reference-dir", str(tmp_path / "none")])
+    rc = cli.main(["demo", "--no-search", "--no-references", "--programs", "lora", "--repeats", "1", "--out",
+                   str(tmp_path / "r")])
     assert rc == 1
     assert "WRONG: " in (tmp_path / "r" / "report.md").read_text()
 
