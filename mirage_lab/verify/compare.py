@@ -39,17 +39,13 @@ def _run(g: KernelGraph, ins: list[np.ndarray]) -> list[np.ndarray]:
         return interpret(g, ins, dtype="float64")
 
 
-def _finite(outs: list[np.ndarray]) -> bool:
-    return all(np.isfinite(o).all() for o in outs)
-
-
 def _reference_outputs(g: KernelGraph, seed: int, attempt: int, ins: list[np.ndarray]) -> list[np.ndarray] | None:
     key = (g.canonical_hash(), seed, attempt)
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             del _CACHE[next(iter(_CACHE))]
         outs = _run(g, ins)
-        _CACHE[key] = outs if _finite(outs) else None
+        _CACHE[key] = outs if all(np.isfinite(o).all() for o in outs) else None
     return _CACHE[key]
 
 
