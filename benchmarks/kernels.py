@@ -13,8 +13,13 @@ For each benchmark program and batch size, times on the GPU with device events (
   first, then graphs spread over the proxy ranking, up to ``--max-graphs``);
 * ``torch``: the same formula in PyTorch, when torch is importable.
 
+Before it is timed, each kernel's outputs are compared with the program's (the interpreter's, on the same inputs):
+``result`` says ok, WRONG (with the output and the NaN, inf or error that failed it: no speed-up is shown for that
+row, and the script exits 1 after writing the table) or, for a reference μGraph whose kernel agrees with the graph
+but not with the program, "graph ≠ program".
+
 Writes ``<out>/<gpu-name>.csv`` (default ``data/timings``; columns program, batch, graph, median_us,
-p10_us, p90_us, proxy_us, hardware, error) and prints a table with speed-ups over ``unfused``. Every
+p10_us, p90_us, proxy_us, hardware, error, rel_error, result) and prints a table with speed-ups over ``unfused``. Every
 ``proxy_us`` is a proxy estimate on ``--hardware`` (default: the preset matching the GPU's name).
 ``--json`` prints the Spearman rank correlation between ``proxy_us`` and ``median_us`` per program and
 batch and overall (of the rows of an existing CSV when ``--from-csv`` is given: no GPU needed).
@@ -38,6 +43,7 @@ import pandas as pd
 from mirage_lab.bench import programs
 from mirage_lab.bench.timing import (  # the measuring lives in the package, shared with `mirage-lab bench`
     COLUMNS,
+    check_results,
     correlations,
     gpu_modules,
     gpu_name,
@@ -99,7 +105,7 @@ def main() -> int:
     show(df)
     if args.json:
         print(json.dumps(correlations(df), indent=1))
-    return 0
+    return check_results(df)
 
 
 if __name__ == "__main__":

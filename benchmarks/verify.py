@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -354,7 +355,8 @@ def _verdict_line(name: str, values: list[float], target: float, better: str, un
     if not values:
         return f"  [ n/a] {name}: no figures"
     worst = max(values) if better == "low" else min(values)
-    ok = worst <= target if better == "low" else worst >= target
+    # a NaN figure fails (max and min would keep or drop it by where it stands, and NaN compares False)
+    ok = all(math.isfinite(v) for v in values) and (worst <= target if better == "low" else worst >= target)
     sign = "≤" if better == "low" else "≥"
     shown = ", ".join(f"{v:.2f}{unit}" for v in values)
     return f"  [{'PASS' if ok else 'FAIL'}] {name}: {shown} (target {sign} {target:g}{unit})"
@@ -397,9 +399,14 @@ def print_search(search: list[dict[str, Any]]) -> None:
     print("\ncomplete RMSNorm+Linear batch-1 search (preset mlp, serial):")
     print(pd.DataFrame(search).drop(columns=["seconds"], errors="ignore").to_string(
         index=False, float_format=lambda v: f"{v:.3g}"))
-    ok = [r for r in search if "states" in r]
-    if len(ok) == 2 and any(ok[0][k] != ok[1][k] for k in ("states", "verified")):
+    if searches_differ(search):
         print("  !! the searches differ before/after in states or verified graphs")
+
+
+def searches_differ(search: list[dict[str, Any]]) -> bool:
+    """Did the before and after searches (both finished) explore other states or verify other graphs?"""
+    ok = [r for r in search if "states" in r]
+    return len(ok) == 2 and any(ok[0][k] != ok[1][k] for k in ("states", "verified"))
 
 
 # --------------------------------------------------------------------------- main
@@ -458,7 +465,13 @@ def main() -> int:
     print_targets(rows, search)
     if args.json:
         write_json(Path(args.json), args, roots, rows, search)
-    return 0 if rows or search else 1
+    return 0 if (rows or search) and agree(rows, search) else 1
+
+
+def agree(rows: list[dict[str, Any]], search: list[dict[str, Any]]) -> bool:
+    """Did before and after reach the same verdicts and, where both searched, the same states and verified
+    graphs? (The speed targets are reported, not enforced: they depend on the machine.)"""
+    return not searches_differ(search) and not any(r.get("verdicts_agree") is False for r in rows)
 
 
 def write_json(path: Path, args: argparse.Namespace, roots: dict[str, Path], rows: list[dict[str, Any]],

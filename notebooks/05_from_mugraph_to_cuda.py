@@ -30,6 +30,7 @@ import mirage_lab as ml
 from mirage_lab import widgets as mw
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import random_inputs, relative_error
+from mirage_lab.bench.tolerance import TOLERANCE, within
 from mirage_lab.codegen import CodegenOptions, plan_cuda
 from mirage_lab.codegen.compile import nvcc_available, nvcc_ptx
 from mirage_lab.codegen.cuda import plan_kernel
@@ -467,7 +468,9 @@ if gpu:
     args = [cupy.asarray(x, dtype=cupy.float16) for x in random_inputs(program, seed=0)]
     (out,) = compiled_graph(*args)
     (want,) = ml.interpret(program, [cupy.asnumpy(a).astype(np.float64) for a in args])
-    print(compiled_graph, "max relative error", relative_error(cupy.asnumpy(out).astype(np.float64), want))
+    err = relative_error(cupy.asnumpy(out).astype(np.float64), want)
+    print(compiled_graph, "max relative error", err)
+    assert within(err, TOLERANCE["float16"]), f"the compiled kernel disagrees with the program ({err:.2e})"
     fused_t = time_callable(compiled_graph, args)
     unfused_t = time_callable(unfused_cupy(program), args)
     print(f"fused   {fused_t}\nunfused {unfused_t}\nspeed-up {unfused_t.median_ms / fused_t.median_ms:.2f}×")

@@ -6,7 +6,8 @@
 # the engine and these checks need (numpy, pandas, tqdm, tabulate, pytest, hypothesis, CuPy), with the
 # checkout on PYTHONPATH. Only the GPU test files are collected (the others need the lab extra). Each step
 # has its own time limit and the steps do not stop each other, so a slow step still leaves the others'
-# figures; the kernel timings go first after the tests, saved row by row.
+# figures; the kernel timings go first after the tests, saved row by row. The script exits 1 when any step
+# failed (a GPU test, a kernel with a wrong result, a step out of time), after running them all, and names them.
 #
 #   OUT=$OUT bash scripts/gpu_check.sh            # in the device tool; PYTHON=... to pick another interpreter
 set -uo pipefail
@@ -16,13 +17,14 @@ PY="${PYTHON:-python3}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$OUT/timings"
 
+failed=()
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.txt, never abort the script
   local name=$1 limit=$2
   shift 2
   echo "== $name (limit ${limit}s)"
   timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.txt"
   local rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || echo "== $name stopped (exit $rc)" | tee -a "$OUT/$name.txt"
+  [ "$rc" -eq 0 ] || { echo "== $name stopped (exit $rc)" | tee -a "$OUT/$name.txt"; failed+=("$name (exit $rc)"); }
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu_info.csv"
@@ -44,3 +46,7 @@ step verify_gpu 90 "$PY" benchmarks/verify.py --before none --backend cupy --no-
   --repeats 3 --json "$OUT/verify_gpu.json"
 step cost_ranking 30 "$PY" benchmarks/cost.py --ranking --json "$OUT/cost_ranking.json"
 echo "== done; figures in $OUT"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== FAILED: ${failed[*]}"
+  exit 1
+fi

@@ -3,11 +3,14 @@
 Rows come either from a measured timing CSV (``benchmarks/kernels.py`` on a GPU writes
 ``data/timings/<gpu>.csv``) or from the proxy cost model (``cost_model_timing_frame``), and every row
 says which in its ``source`` column ("measured" or "cost model"), so a proxy estimate is never shown as
-a measurement.
+a measurement. A measured row whose kernel computed a wrong result (its ``result`` column, issue 35) has no
+speed-up and is drawn as a cross, with a count above the figure; a reference μGraph that is not its program has
+no speed-up either.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -18,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import mirage_lab as ml
-from mirage_lab.bench import CHECKPOINTS, find_reference_dir, fused, programs
+from mirage_lab.bench import CHECKPOINTS, find_reference_dir, fused, programs, tolerance
 from mirage_lab.errors import InputError
 from mirage_lab.ir import KernelGraph
 from mirage_lab.optimize import proxy_cost
@@ -45,8 +48,9 @@ SEARCH_BEST = Path(__file__).resolve().parents[1] / "data" / "search_best"
 
 
 def timing_frame(source: TableSource, source_label: str = "measured") -> pd.DataFrame:
-    """A timing table (DataFrame or CSV path) checked and completed with ``source``, ``group``, ``role`` and
-    ``speedup`` (the ``unfused`` row's median over this row's, per source, hardware, program and batch)."""
+    """A timing table (DataFrame or CSV path) checked and completed with ``source``, ``group``, ``role``,
+    ``result`` (empty where the table has none), ``wrong`` and ``speedup`` (the ``unfused`` row's median over this
+    row's, per source, hardware, program and batch; none for a row that does not compute its program)."""
     df = read_csv(source, "timing table", FIX)
     require_columns(df, TIMING_COLUMNS, "timing table", FIX)
     if "source" not in df.columns:
@@ -57,6 +61,8 @@ def timing_frame(source: TableSource, source_label: str = "measured") -> pd.Data
         df[col] = pd.to_numeric(df[col], errors="coerce")
     df["group"] = df["graph"].astype(str).str.replace(r"\[\d+\]$", "", regex=True)
     df["role"] = df["graph"].astype(str).map(role_of)
+    df["result"] = df["result"].fillna("").astype(str) if "result" in df.columns else ""
+    df["wrong"] = tolerance.wrong(df)
     return _with_speedup(df)
 
 
@@ -64,7 +70,7 @@ def _with_speedup(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["source", "hardware", "program", "batch"]
     base = df[df["graph"] == "unfused"].groupby(keys)["median_us"].first().rename("_unfused_us")
     df = df.join(base, on=keys)
-    df["speedup"] = df["_unfused_us"] / df["median_us"]
+    df["speedup"] = (df["_unfused_us"] / df["median_us"]).where(~tolerance.no_speedup(df))
     return df.drop(columns="_unfused_us")
 
 
@@ -140,9 +146,10 @@ def _panels(df: pd.DataFrame) -> list[tuple[str, int]]:
 
 def _hover(r: Any) -> str:
     spread = "" if math.isnan(r.p10_us) else f"<br>p10 {fmt(r.p10_us, ' µs')} · p90 {fmt(r.p90_us, ' µs')}"
+    result = "" if r.result in ("", tolerance.OK) else f"<br><b>{html.escape(r.result)}</b>"
     return (f"<b>{r.graph}</b> ({r.role}, {r.source})<br>{r.program} batch {r.batch} on {r.hardware}"
             f"<br>median {fmt(r.median_us, ' µs')}{spread}<br>proxy {fmt(r.proxy_us, ' µs')}"
-            f"<br>speed-up vs unfused {fmt(r.speedup, '×')}")
+            f"<br>speed-up vs unfused {fmt(r.speedup, '×')}{result}")
 
 
 def _measured_traces(rows: pd.DataFrame, seen: set[str]) -> list[go.BaseTraceType]:
@@ -155,7 +162,9 @@ def _measured_traces(rows: pd.DataFrame, seen: set[str]) -> list[go.BaseTraceTyp
         traces.append(go.Box(x=[r.graph], q1=[lo], median=[r.median_us], q3=[hi], lowerfence=[lo], upperfence=[hi],
                              name=r.role, legendgroup=r.role, showlegend=r.role not in seen, marker_color=color,
                              hoverinfo="skip"))
-        traces.append(go.Scatter(x=[r.graph], y=[r.median_us], mode="markers", marker={"color": color, "size": 6},
+        marker = {"color": OKABE_ITO["vermillion"], "size": 11, "symbol": "x"} if r.wrong else \
+            {"color": color, "size": 6}
+        traces.append(go.Scatter(x=[r.graph], y=[r.median_us], mode="markers", marker=marker,
                                  legendgroup=r.role, showlegend=False, hovertext=[_hover(r)], hoverinfo="text"))
         seen.add(r.role)
     return traces
@@ -204,9 +213,12 @@ def timing_figure(source: TableSource, hardware: str | None = None, source_label
     fig.update_yaxes(type="log")
     fig.update_xaxes(tickangle=-35, tickfont={"size": 9})
     failed = int((df["median_us"].isna()).sum())
-    if failed:
-        fig.add_annotation(text=f"{failed} row(s) without a time (see 'error')", showarrow=False, xref="paper",
-                           yref="paper", x=1, y=1.08, font={"size": 11, "color": OKABE_ITO["vermillion"]})
+    wrong_rows = int(df["wrong"].sum())
+    notes = ([f"{failed} row(s) without a time (see 'error')"] if failed else []) + \
+        ([f"{wrong_rows} row(s) with a WRONG result (×; see 'result')"] if wrong_rows else [])
+    if notes:
+        fig.add_annotation(text="; ".join(notes), showarrow=False, xref="paper", yref="paper", x=1, y=1.08,
+                           font={"size": 11, "color": OKABE_ITO["vermillion"]})
     title = f"Kernel time on {hw} — {kind}: {what}"
     return finish(fig.update_layout(showlegend=True), title, height=300 * n_rows + 120, widget=widget)
 

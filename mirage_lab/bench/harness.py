@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 from collections.abc import Callable
@@ -40,8 +41,26 @@ def input_scale(program: str) -> float:
 
 
 def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    """max |got − want| / max |want|: scale-free, and robust to tiny reference entries."""
-    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+    """max |got − want| / max |want|: scale-free, and robust to tiny reference entries.
+
+    Never NaN, and ``inf`` wherever the two cannot be said to agree (issue 35): a NaN on either side (a NaN is no
+    number to check), an infinity the other side does not hold at the same place with the same sign, a difference
+    beyond the float range, or shapes that differ. Infinities both sides hold alike are left out of the quotient.
+    """
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return math.inf
+    finite = np.isfinite(got)
+    if not (finite.all() and np.isfinite(want).all()):
+        if (np.isnan(got).any() or np.isnan(want).any() or not np.array_equal(finite, np.isfinite(want))
+                or not np.array_equal(got[~finite], want[~finite])):
+            return math.inf
+        got, want = got[finite], want[finite]
+    if got.size == 0:
+        return 0.0
+    with np.errstate(over="ignore"):  # an overflowing difference is inf: a disagreement, not a warning
+        diff = float(np.max(np.abs(got - want)))
+    return diff / max(float(np.max(np.abs(want))), 1e-30)
 
 
 def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 0) -> float:

@@ -5,7 +5,9 @@ unfused program op by op with CuPy, the hand-written fused μGraph (and its code
 μGraph our search found and reference μGraphs, compiled by ``mirage_lab.codegen``, and PyTorch when
 installed. ``measure_cpu`` is the CPU-only fallback: the interpreter's wall time for the unfused program
 and the fused μGraph — a measure of the *interpreter*, labelled as such, never of a kernel. Every row
-carries the proxy estimate beside the measurement.
+carries the proxy estimate beside the measurement, and the result check (``result``): before a kernel is timed, its
+outputs are compared with the interpreter's, so that a kernel computing something wrong (or NaN) is never reported
+as a timing like any other (issue 35): its row says WRONG, it has no speed-up, and ``check_results`` names it.
 """
 
 from __future__ import annotations
@@ -14,22 +16,27 @@ import importlib
 import platform
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import pandas as pd
 
 from mirage_lab.bench import fused, programs
-from mirage_lab.bench.harness import (
-    CHECKPOINTS,
-    find_reference_dir,
-    input_scale,
-    random_inputs,
-    relative_error,
+from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs
+from mirage_lab.bench.tolerance import (
+    OK,
+    OTHER_GRAPH,
+    TOLERANCE,
+    agreement,
+    no_speedup,
+    tolerance_for,
+    verdict,
+    wrong,
 )
 from mirage_lab.bounds import check_timed_runs, timed_runs
 from mirage_lab.codegen.cuda import PLAIN, CodegenOptions, generate_cuda
@@ -44,7 +51,8 @@ from mirage_lab.semantics.interpret import interpret
 #: the best μGraph each benchmark search found, in a checkout (``benchmarks/search.py --save-best``)
 SEARCH_BEST_DIR = Path(__file__).resolve().parents[2] / "data" / "search_best"
 
-COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error"]
+COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error", "rel_error",
+           "result"]
 
 
 def gpu_modules() -> tuple[Any, Any] | str:
@@ -122,7 +130,8 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                 on_row: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
     """Device-event timings of the unfused program (CuPy op by op), the hand-fused μGraph, the best μGraph our
     search found (``search_best_dir/<program>_bs<batch>.json``, where recorded), up to ``max_graphs`` reference
-    μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS).
+    μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS), each checked first
+    against the program's interpreter (``result``).
     ``on_row(rows)`` runs after every row (to save them as they come: a time limit then loses nothing)."""
     check_timed_runs(warmup, repeats)  # before anything is compiled; each graph's total is bounded as it is timed
     ref_dir = find_reference_dir(reference_dir)
@@ -134,19 +143,23 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
             scale = input_scale(name)
             inputs = [cupy.asarray((rng.standard_normal(t.dims) * scale).astype(np.float16))
                       for t in program.input_types]
+            want = _Expected(program, inputs)
 
             def record(label: str, make: Callable[[], Callable[..., Any]], proxy_us: float | None,
-                       name: str = name, batch: int = batch, inputs: list[Any] = inputs) -> None:
+                       graph: KernelGraph = program, saved: bool = False, name: str = name, batch: int = batch,
+                       inputs: list[Any] = inputs, want: _Expected = want) -> None:
                 row: dict[str, Any] = {"program": name, "batch": batch, "graph": label, "proxy_us": proxy_us,
-                                       "hardware": hw, "error": ""}
+                                       "hardware": hw, "error": "", "result": ""}
                 try:
                     fn = make()
+                    row.update(want.judge(fn(*inputs), graph, saved))  # checked before it is timed
                     t = run.time_callable(fn, inputs, warmup=warmup, repeats=repeats)  # a Timing, in ms
                     row.update(median_us=t.median_ms * 1e3, p10_us=t.p10_ms * 1e3, p90_us=t.p90_ms * 1e3)
                 except Exception as e:  # one failing graph must not stop the table
                     row["error"] = f"{type(e).__name__}: {e}"[:200]
                 rows.append(row)
-                log(f"  {name} b{batch} {label}: {row.get('median_us', float('nan')):.2f} µs {row['error']}")
+                log(f"  {name} b{batch} {label}: {row.get('median_us', float('nan')):.2f} µs {row['error']}"
+                    + (f" {row['result']}" if row["result"] not in ("", OK) else ""))
                 if on_row is not None:
                     on_row(rows)
 
@@ -154,36 +167,79 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
             if name in fused.FUSED:
                 g = fused.FUSED[name](batch)
                 proxy = proxy_cost(g, hw).seconds * 1e6
-                record("fused", partial(run.compile, g), proxy)
+                record("fused", partial(run.compile, g), proxy, g)
                 # the codegen ablation (codegen.cuda): without the register prefetch; without tensor cores,
                 # and without padding, where that changes the generated source; then all off (plain loops)
-                record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy)
+                record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy, g)
                 default = generate_cuda(g)
                 for option in ("tensor_cores", "padding"):
                     off = CodegenOptions(**{option: False})
                     if generate_cuda(g, off) != default:
-                        record(f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy)
-                record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy)
-                record("fused (triton)", partial(triton_callable, g), proxy)  # issue 22: the Triton backend
+                        record(f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy, g)
+                record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy, g)
+                record("fused (triton)", partial(triton_callable, g), proxy, g)  # issue 22: the Triton backend
             best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
             if best is not None and best.is_file():
                 found = load(best)
                 if not isinstance(found, KernelGraph):
                     raise InputError(f"{best} should hold one μGraph; rewrite it with benchmarks/search.py --save-best")
-                record("search best", partial(run.compile, found), proxy_cost(found, hw).seconds * 1e6)
+                record("search best", partial(run.compile, found), proxy_cost(found, hw).seconds * 1e6, found)
             for stem, (prog, b) in CHECKPOINTS.items():
                 if ref_dir is None or prog != name or b != batch:
                     continue
                 graphs = load_reference_checkpoint(ref_dir / f"{stem}.json")
                 proxies = [proxy_cost(g, hw).seconds * 1e6 for g in graphs]
                 for i in pick(graphs, proxies, max_graphs):
-                    record(f"{stem}[{i}]", partial(run.compile, graphs[i]), proxies[i])
+                    record(f"{stem}[{i}]", partial(run.compile, graphs[i]), proxies[i], graphs[i], saved=True)
             base = torch_baseline(name)
             if base is not None:
                 import torch
                 tin = [torch.as_tensor(x, device="cuda") for x in inputs]
                 record("torch", partial(_bound, base, tin), None)
     return rows
+
+
+class _Expected:
+    """The program's outputs on one set of device inputs (the float32 interpreter on their fp16 values, computed
+    at the first row that needs them), and the check of a row against them."""
+
+    def __init__(self, program: KernelGraph, inputs: list[Any]) -> None:
+        self.program = program
+        self.inputs = [_host(x).astype(np.float32) for x in inputs]
+        self._outputs: list[np.ndarray] | None = None
+
+    def program_outputs(self) -> list[np.ndarray]:
+        if self._outputs is None:
+            self._outputs = interpret(self.program, self.inputs, dtype="float32")
+        return self._outputs
+
+    def judge(self, outputs: Any, graph: KernelGraph, saved: bool = False) -> dict[str, Any]:
+        """``rel_error`` and ``result`` of a kernel of ``graph`` that gave ``outputs``: OK when they agree with the
+        program's; for a ``saved`` (reference) graph, OTHER_GRAPH when they do not but agree with that graph's
+        own; WRONG otherwise (a graph of ours that is not the program is as wrong as a kernel that miscomputes)."""
+        got = [_host(o) for o in (outputs if isinstance(outputs, list | tuple) else [outputs])]
+        kind, tol = tolerance_for(graph)
+        against_program = agreement(got, self.program_outputs(), tol, kind)
+        if against_program.ok:
+            return {"rel_error": against_program.worst, "result": OK}
+        own = saved and agreement(got, interpret(graph, self.inputs, dtype="float32"), tol, kind).ok
+        return {"rel_error": against_program.worst, "result": OTHER_GRAPH if own else verdict(against_program)}
+
+
+def _host(a: Any) -> np.ndarray:
+    """A CuPy array, a torch tensor or a numpy array as a numpy array."""
+    if hasattr(a, "detach"):  # torch (bf16 has no numpy type)
+        return np.asarray(a.detach().float().cpu().numpy())
+    return np.asarray(a.get() if hasattr(a, "get") else a)
+
+
+def check_results(df: pd.DataFrame, out: TextIO | None = None) -> int:
+    """0 when no row of ``df`` computed a wrong result; else 1, after naming each such row on ``out`` (stderr)."""
+    lines = [f"{r.program} b{r.batch} {r.graph}: {r.result}" for r in df[wrong(df)].itertuples()]
+    if lines:
+        print(f"{len(lines)} kernel(s) computed a wrong result (their times are no speed-up):\n  " + "\n  ".join(lines),
+              file=out or sys.stderr)
+    return 1 if lines else 0
 
 
 def triton_callable(graph: KernelGraph) -> Callable[..., Any]:
@@ -228,7 +284,8 @@ def cpu_name() -> str:
 def measure_cpu(programs_: Sequence[str], batches: Sequence[int], *, hardware: str = "H100", repeats: int = 3,
                 log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """The numpy interpreter's wall time (float32) of each unfused program and its hand-fused μGraph, with the
-    fused output's relative error against the unfused one and the proxy estimate on ``hardware``."""
+    fused outputs' relative error against the unfused ones (``result``: within the float32 tolerance?) and the
+    proxy estimate on ``hardware``."""
     label = f"numpy interpreter on {cpu_name()}"
     rows: list[dict[str, Any]] = []
     for name in programs_:
@@ -240,15 +297,16 @@ def measure_cpu(programs_: Sequence[str], batches: Sequence[int], *, hardware: s
             for graph_name, g in graphs.items():
                 got, seconds = _timed_interpret(g, inputs, repeats)
                 want = got if want is None else want
+                agree = agreement(got, want, TOLERANCE["float32"], "float32")
                 rows.append({"program": name, "batch": batch, "graph": graph_name, "median_us": seconds * 1e6,
                              "proxy_us": proxy_cost(g, hardware).seconds * 1e6, "hardware": label,
-                             "rel_error": relative_error(got, want), "error": ""})
+                             "rel_error": agree.worst, "result": verdict(agree), "error": ""})
                 log(f"  {name} b{batch} {graph_name}: {seconds * 1e3:.1f} ms (interpreter)")
     return rows
 
 
-def _timed_interpret(graph: KernelGraph, inputs: list[np.ndarray], repeats: int) -> tuple[np.ndarray, float]:
-    """The first output of ``graph`` on ``inputs`` and the median wall time of ``repeats`` runs (bounded:
+def _timed_interpret(graph: KernelGraph, inputs: list[np.ndarray], repeats: int) -> tuple[list[np.ndarray], float]:
+    """The outputs of ``graph`` on ``inputs`` and the median wall time of ``repeats`` runs (bounded:
     ``bounds.timed_runs``)."""
     outs: list[np.ndarray] = []
 
@@ -258,13 +316,15 @@ def _timed_interpret(graph: KernelGraph, inputs: list[np.ndarray], repeats: int)
         return time.perf_counter() - start
 
     times = timed_runs(once, 0, repeats, "the interpreter")
-    return outs[0], statistics.median(times)
+    return outs, statistics.median(times)
 
 
 def with_speedups(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with ``speed-up vs unfused``: the unfused row's median over each row's, per program and batch."""
+    """``df`` with ``speed-up vs unfused``: the unfused row's median over each row's, per program and batch; none
+    for a row that does not compute the program (``tolerance.no_speedup``)."""
     df = df.copy()
     unfused = df[df["graph"] == "unfused"].set_index(["program", "batch"])["median_us"]
-    df["speed-up vs unfused"] = [unfused.get((p, b), np.nan) / m if m == m and m else np.nan
-                                 for p, b, m in zip(df["program"], df["batch"], df["median_us"], strict=True)]
+    df["speed-up vs unfused"] = [unfused.get((p, b), np.nan) / m if m == m and m and not w else np.nan
+                                 for p, b, m, w in zip(df["program"], df["batch"], df["median_us"], no_speedup(df),
+                                                       strict=True)]
     return df

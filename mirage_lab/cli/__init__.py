@@ -113,7 +113,8 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="time the benchmark programs, unfused and fused (GPU, else the interpreter)")
+    p = sub.add_parser("bench", help="time the benchmark programs, unfused and fused (GPU, else the interpreter); "
+                                     "exit 1 when a timed kernel's result is wrong")
     p.add_argument("--programs", nargs="*", default=["rmsnorm", "gated_mlp"], choices=list(PROGRAMS))
     p.add_argument("--batches", nargs="*", type=positive_int, default=[1])
     p.add_argument("--hardware", choices=["A100", "H100", "H200"], help="the cost model's preset for proxy_us")

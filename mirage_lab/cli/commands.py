@@ -2,7 +2,8 @@
 
 Each command takes graphs as text (``sources.py``: a benchmark name, ``fused:NAME``, a JSON file, a
 ``.py`` program or a run folder), prints what a person needs to read, and writes files only where
-``--out`` says. Exit status: 0 on success, 1 when ``verify`` finds the graphs different, 2 on bad input.
+``--out`` says. Exit status: 0 on success, 1 when a check fails (``verify`` finds the graphs different, ``codegen
+--emulate`` runs over its tolerance, ``bench`` times a kernel whose result is wrong), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -158,9 +159,7 @@ def codegen(args: argparse.Namespace) -> int:
         sys.stdout.write(cuda)
     for arch in _archs(args.ptx):
         _ptx(cuda, arch)
-    if args.emulate:
-        _emulate(source, cuda, options)
-    return 0
+    return _emulate(source, cuda, options) if args.emulate else 0
 
 
 def _out_file(out: str | None, what: str) -> Path | None:
@@ -194,18 +193,33 @@ def _ptx(cuda: str, arch: str) -> None:
           file=sys.stderr)
 
 
-def _emulate(source: Source, cuda: str, options: CodegenOptions) -> None:
-    """Run the generated CUDA on the CPU (g++ emulation) against the interpreter, on random inputs."""
-    from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
+def _emulate(source: Source, cuda: str, options: CodegenOptions) -> int:
+    """Run the generated CUDA on the CPU (g++ emulation) against the interpreter, on random inputs: 0 when every
+    output is within the graph's storage-type tolerance, else 1."""
+    from mirage_lab.bench.tolerance import tolerance_for
     from mirage_lab.codegen.emulate import run_cuda_on_cpu
+
+    inputs, want = _emulation_inputs(source, "float32")
+    got = run_cuda_on_cpu(source.graph, inputs, source=cuda, options=options)
+    return _judge("emulated on the CPU", got, want, *tolerance_for(source.graph))
+
+
+def _emulation_inputs(source: Source, dtype: str) -> tuple[list[Any], list[Any]]:
+    """The seeded random inputs of an emulation and the interpreter's outputs on them."""
+    from mirage_lab.bench.harness import input_scale, random_inputs
     from mirage_lab.semantics.interpret import interpret
 
     inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
-    want = interpret(source.graph, inputs, dtype="float32")
-    got = run_cuda_on_cpu(source.graph, inputs, source=cuda, options=options)
-    errors = [relative_error(g.astype("float32"), w) for g, w in zip(got, want, strict=True)]
-    print(f"emulated on the CPU: relative error against the interpreter {max(errors):.2e} "
-          f"(fp16 storage, fp32 accumulation)", file=sys.stderr)
+    return inputs, interpret(source.graph, inputs, dtype=dtype)
+
+
+def _judge(what: str, got: list[Any], want: list[Any], kind: str, tolerance: float) -> int:
+    """Print how far a backend's run is from the interpreter, against the tolerance; the exit status."""
+    from mirage_lab.bench.tolerance import agreement
+
+    result = agreement(got, want, tolerance, kind)
+    print(f"{what}: relative error against the interpreter {result}", file=sys.stderr)
+    return 0 if result.ok else 1
 
 
 def _codegen_triton(args: argparse.Namespace) -> int:
@@ -228,23 +242,13 @@ def _codegen_triton(args: argparse.Namespace) -> int:
     return _emulate_triton(source, module) if args.emulate else 0
 
 
-#: the largest relative error, against the interpreter, that a backend's run may show for each storage type
-TOLERANCE = {"float16": 2e-2, "bfloat16": 3e-2, "float32": 1e-4}
-
-
 def _emulate_triton(source: Source, module: Any) -> int:
-    from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
+    from mirage_lab.bench.tolerance import TOLERANCE
     from mirage_lab.codegen.triton.toolchain import emulate
-    from mirage_lab.semantics.interpret import interpret
 
-    inputs = random_inputs(source.graph, seed=0, scale=input_scale(source.benchmark or ""))
-    want = interpret(source.graph, inputs)
+    inputs, want = _emulation_inputs(source, "float64")
     got = emulate(module.source, inputs, module.dtype)
-    error = max(relative_error(g, w) for g, w in zip(got, want, strict=True))
-    ok = error <= TOLERANCE[module.dtype]
-    print(f"Triton's interpreter on the CPU: relative error against the interpreter {error:.2e} "
-          f"({'within' if ok else 'OVER'} the {module.dtype} tolerance {TOLERANCE[module.dtype]:g})", file=sys.stderr)
-    return 0 if ok else 1
+    return _judge("Triton's interpreter on the CPU", got, want, module.dtype, TOLERANCE[module.dtype])
 
 
 # --------------------------------------------------------------------------- bench
@@ -281,7 +285,7 @@ def bench(args: argparse.Namespace) -> int:
         name = "".join(c if c.isalnum() or c in "._-" else "_" for c in hw_label).strip("_")
         write_atomic(out / f"{name}.csv", df.to_csv(index=False))
         print(f"wrote {out / f'{name}.csv'}; proxy_us is the cost model's estimate, median_us a measurement")
-    return 0
+    return timing.check_results(df)
 
 
 

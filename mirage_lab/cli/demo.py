@@ -5,7 +5,8 @@ from the unfused program, verifies and ranks them; then, for each benchmark prog
 fused μGraph is checked against the unfused program and both are timed (on the CPU: the interpreter),
 and the reference implementation's saved μGraphs are checked against their programs. It writes
 ``report.html`` (every view of the search — drawings, verification evidence, the path it took, cost
-model, generated CUDA — followed by the demo's tables) and the same tables as Markdown, JSON and CSV.
+model, generated CUDA — followed by the demo's tables) and the same tables as Markdown, JSON and CSV. It exits 1,
+after writing them, when a hand-fused μGraph disagrees with its program (its row's ``result`` says WRONG).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import Any
 import pandas as pd
 
 from mirage_lab.bench import fused, programs
-from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs, relative_error
-from mirage_lab.bench.timing import measure_cpu, with_speedups
+from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs
+from mirage_lab.bench.timing import check_results, measure_cpu, with_speedups
+from mirage_lab.bench.tolerance import agreement, within, worst_error
 from mirage_lab.bounds import check_timed_runs
 from mirage_lab.cli.interrupt import stop_if_interrupted
 from mirage_lab.cli.sources import config_for, resolve
@@ -44,6 +46,8 @@ def fused_frame(names: list[str], repeats: int) -> pd.DataFrame:
 
 
 def checkpoint_rows(ref_dir: Path, per_file: int, tol: float) -> list[dict[str, Any]]:
+    """Per checkpoint file: how many of the first ``per_file`` saved graphs match the program within ``tol`` (a
+    graph with NaN or inf where the program has none does not), and the worst error among them."""
     rows = []
     for stem, (name, b) in progress(sorted(CHECKPOINTS.items()), desc="reference checkpoints"):
         path = ref_dir / f"{stem}.json"
@@ -54,10 +58,10 @@ def checkpoint_rows(ref_dir: Path, per_file: int, tol: float) -> list[dict[str, 
         ins = random_inputs(prog, seed=1, scale=input_scale(name))
         (want,) = interpret(prog, ins, dtype="float32")
         checked = graphs[:per_file] if per_file > 0 else graphs
-        errors = [relative_error(interpret(g, ins, dtype="float32")[0], want) for g in checked
+        errors = [agreement(interpret(g, ins, dtype="float32"), [want], tol).worst for g in checked
                   if g.input_types == prog.input_types]
         rows.append({"file": stem, "graphs": len(graphs), "checked": len(errors),
-                     "matching": sum(e <= tol for e in errors), "worst_rel_error": max(errors, default=float("nan"))})
+                     "matching": sum(within(e, tol) for e in errors), "worst_rel_error": worst_error(errors)})
     return rows
 
 
@@ -131,8 +135,8 @@ def demo(args: argparse.Namespace) -> int:
     # a folder named wrongly is said before any work
     ref_dir = None if args.no_references else find_reference_dir(args.reference_dir, "--reference-dir")
     sections, run_dir = ({}, None) if args.no_search else run_search(args, out)
-    sections["Fused vs unfused (numpy interpreter, CPU)"] = fused_frame(args.programs or list(fused.FUSED),
-                                                                        args.repeats)
+    fused_table = fused_frame(args.programs or list(fused.FUSED), args.repeats)
+    sections["Fused vs unfused (numpy interpreter, CPU)"] = fused_table
     if ref_dir is not None:
         sections["Reference checkpoints"] = pd.DataFrame(checkpoint_rows(ref_dir, args.per_file, args.tol))
     elif not args.no_references:
@@ -148,4 +152,4 @@ def demo(args: argparse.Namespace) -> int:
             print(f"HTML report (open it in a browser): {page}")
         except MirageError as e:  # the Markdown report does not need it
             print(f"no HTML report: {e}", file=sys.stderr)
-    return 0
+    return check_results(fused_table)  # a hand-fused μGraph that disagrees with its program fails the demo

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from mirage_lab.bench.harness import relative_error
+from mirage_lab.bench.tolerance import within, worst_error
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import Op
 from mirage_lab.semantics.interpret import interpret
@@ -33,10 +34,9 @@ def _inputs(g: KernelGraph, seed: int, attempt: int) -> list[np.ndarray]:
     return [rng.uniform(lo, hi, t.dims) for t in g.input_types]
 
 
-def _run(g: KernelGraph, ins: list[np.ndarray]) -> list[np.ndarray] | None:
+def _run(g: KernelGraph, ins: list[np.ndarray]) -> list[np.ndarray]:
     with np.errstate(all="ignore"):
-        outs = interpret(g, ins, dtype="float64")
-    return outs if all(np.isfinite(o).all() for o in outs) else None
+        return interpret(g, ins, dtype="float64")
 
 
 def _reference_outputs(g: KernelGraph, seed: int, attempt: int, ins: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -44,7 +44,8 @@ def _reference_outputs(g: KernelGraph, seed: int, attempt: int, ins: list[np.nda
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             del _CACHE[next(iter(_CACHE))]
-        _CACHE[key] = _run(g, ins)
+        outs = _run(g, ins)
+        _CACHE[key] = outs if all(np.isfinite(o).all() for o in outs) else None
     return _CACHE[key]
 
 
@@ -53,9 +54,10 @@ def really_different(reference: KernelGraph, mutant: KernelGraph, *, seed: int =
     """Does ``mutant`` compute something else than ``reference``? float64, on random inputs.
 
     Tries signed inputs, then positive ones, then smaller ones (``_inputs``); the first attempt
-    where both graphs give finite outputs decides: different iff some output's
-    ``max|a − b| / max|b| > rtol``, or the output types differ. Returns None when the inputs
-    differ in type or no attempt gives finite values (the comparison is meaningless).
+    where the reference gives finite outputs decides: different iff some output's
+    ``max|a − b| / max|b| > rtol`` or holds a NaN or inf (``harness.relative_error``), or the output
+    types differ. Returns None when the inputs differ in type or no attempt gives the reference
+    finite values (the comparison is meaningless).
     """
     if [(t.dims, t.dtype) for t in reference.input_types] != [(t.dims, t.dtype) for t in mutant.input_types]:
         return None
@@ -67,7 +69,5 @@ def really_different(reference: KernelGraph, mutant: KernelGraph, *, seed: int =
         if want is None:
             continue
         got = _run(mutant, ins)
-        if got is None:
-            continue
-        return max(relative_error(a, w) for a, w in zip(got, want, strict=True)) > rtol
+        return not within(worst_error(relative_error(a, w) for a, w in zip(got, want, strict=True)), rtol)
     return None

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mirage_lab.arguments import checked, checked_methods
+from mirage_lab.bench.tolerance import within
 from mirage_lab.bounds import check_trials, require_room, size
 from mirage_lab.errors import InputError
 from mirage_lab.ir.builder import as_graph
@@ -298,7 +299,7 @@ class Verifier:
                 flat = int(np.argmax(np.where(np.isnan(diff), np.inf, diff)))
                 idx = tuple(int(x) for x in np.unravel_index(flat, diff.shape))
                 witness = Witness(i, j, idx, float(got[j][idx]), float(want[i][idx]), "float64")
-        passed = worst <= FLOAT_RTOL
+        passed = within(worst, FLOAT_RTOL)  # a candidate output with a NaN or inf has err = inf: it fails
         return FloatCheck(True, passed, worst, f"max rel err {worst:.1e} vs tolerance {FLOAT_RTOL:.0e}",
                           None if passed else witness)
 
