@@ -187,6 +187,9 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
             for stem, (prog, b) in CHECKPOINTS.items():
                 if ref_dir is None or prog != name or b != batch:
                     continue
+                if not (ref_dir / f"{stem}.json").is_file():  # folders need not hold every checkpoint: say which
+                    log(f"  {name} b{batch}: {ref_dir} holds no {stem}.json; no reference μGraphs of it timed")
+                    continue
                 graphs = load_reference_checkpoint(ref_dir / f"{stem}.json")
                 proxies = [proxy_cost(g, hw).seconds * 1e6 for g in graphs]
                 for i in pick(graphs, proxies, max_graphs):

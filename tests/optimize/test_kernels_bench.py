@@ -53,6 +53,14 @@ def test_skips_or_reads_a_csv_without_a_gpu(tmp_path: Path) -> None:
         assert "skipped" in r.stderr and not (tmp_path / "t").exists()
 
 
+def _unrelated_references(tmp_path: Path) -> Path:
+    """A reference folder holding only another program's checkpoint: LoRA gets no reference rows."""
+    folder = tmp_path / "refs"
+    folder.mkdir()
+    (folder / "gqa_bs1.json").write_text("[]")
+    return folder
+
+
 def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path) -> None:
     """measure_gpu's bookkeeping on the CPU: a stand-in CuPy and timer checked against the real signatures and
     result type (so the one GPU run cannot fail on a wrong call), every row saved as it comes."""
@@ -81,7 +89,7 @@ def test_gpu_measuring_loop_without_a_gpu(tmp_path: Path) -> None:
     fake_run = SimpleNamespace(compile=compile_, unfused_cupy=unfused, time_callable=time_callable)
     saved: list[int] = []
     rows = timing.measure_gpu(SimpleNamespace(asarray=np.asarray), fake_run, "H200", ["lora"], [1],
-                              reference_dir=str(tmp_path / "none"), log=lambda _: None,
+                              reference_dir=str(_unrelated_references(tmp_path)), log=lambda _: None,
                               on_row=lambda rs: saved.append(len(rs)))
     # LoRA's matmuls run on tensor cores, with padded operands; data/search_best/lora_bs1.json is the search's
     assert [r["graph"] for r in rows][:8] == ["unfused", "fused", "fused (no prefetch)", "fused (no tensor cores)",
