@@ -44,10 +44,9 @@ def check_count(name: str, value: Any, *, low: int, high: int, why: str, low_not
     return int(value)
 
 
-def check_trials(trials: Any, *, low: int = 0) -> int:
-    """Verification trials: 0 (the float64 check alone, where ``low`` allows it) up to ``MAX_TRIALS``."""
-    return check_count("trials", trials, low=low, high=MAX_TRIALS,
-                       low_note=" (0: the float64 check alone)" if low == 0 else "",
+def check_trials(trials: Any) -> int:
+    """Verification trials: 0 (the float64 check alone) up to ``MAX_TRIALS``."""
+    return check_count("trials", trials, low=0, high=MAX_TRIALS, low_note=" (0: the float64 check alone)",
                        why="each trial multiplies the chance that a different graph passes by degree/p (about "
                            "1e-7 for the benchmark programs; a result's error_bound says it), and each trial "
                            "evaluates the program once and keeps that evaluation in memory")

@@ -46,6 +46,7 @@ from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import load
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.ranking import rank_correlation
+from mirage_lab.semantics.backend import to_numpy
 from mirage_lab.semantics.interpret import interpret
 
 #: the best μGraph each benchmark search found, in a checkout (``benchmarks/search.py --save-best``)
@@ -233,7 +234,7 @@ def _host(a: Any) -> np.ndarray:
     """A CuPy array, a torch tensor or a numpy array as a numpy array."""
     if hasattr(a, "detach"):  # torch (bf16 has no numpy type)
         return np.asarray(a.detach().float().cpu().numpy())
-    return np.asarray(a.get() if hasattr(a, "get") else a)
+    return to_numpy(a)
 
 
 def check_results(df: pd.DataFrame, out: TextIO | None = None) -> int:

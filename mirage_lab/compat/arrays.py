@@ -19,6 +19,7 @@ import numpy as np
 from mirage_lab.codegen.storage import from_bf16_bits, to_bf16_bits
 from mirage_lab.errors import InputError
 from mirage_lab.ir.dtype import DType
+from mirage_lab.semantics.real_values import is_real_dtype
 
 __all__ = ["NUMPY_DTYPES", "TORCH_DTYPES", "array_kind", "give_back", "to_cupy", "to_numpy"]
 
@@ -52,7 +53,7 @@ def array_kind(a: Any) -> str:
 def _check_values(dtype: Any, what: str) -> None:
     """Real numbers only: complex values would lose their imaginary part, objects are not numbers."""
     dt = np.dtype(dtype)
-    if dt.kind not in "biuf" and dt.name != "bfloat16":  # ml_dtypes' bfloat16 is a numpy dtype of kind "V"
+    if not is_real_dtype(dt):  # (stricter than the interpreter: no object arrays, even of numbers)
         raise InputError(f"{what} holds {dt} values; pass real numbers (float16, bfloat16, float32 or "
                          "float64, or integers)")
 

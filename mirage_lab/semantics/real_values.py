@@ -29,6 +29,11 @@ OTHER_KINDS = {
 }
 
 
+def is_real_dtype(dtype: np.dtype) -> bool:
+    """Does a numpy dtype hold real numbers? (ml_dtypes' bfloat16 is a numpy dtype of kind "V".)"""
+    return dtype.kind in REAL_KINDS or dtype.name == "bfloat16"
+
+
 def check_real(a: Any, what: str) -> None:
     """Refuse ``a`` (named ``what`` in the message, e.g. "input 0 (f16[8, 64])") unless it holds real numbers."""
     problem = _problem(a)
@@ -45,12 +50,11 @@ def _problem(a: Any) -> tuple[str, str] | None:
     if isinstance(a, np.ma.MaskedArray) and np.ma.is_masked(a):
         return "masked entries (a masked array)", "fill them first (x.filled(value))"
     arr = a if isinstance(a, np.ndarray) or dtype is not None else np.asarray(a, dtype=None)
-    kind = arr.dtype.kind
-    if kind in REAL_KINDS or arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 is a numpy dtype of kind "V"
+    if is_real_dtype(arr.dtype):
         return None
-    if kind == "O":
+    if arr.dtype.kind == "O":
         return _object_problem(np.asarray(arr))
-    return OTHER_KINDS.get(kind, (f"{arr.dtype} values", "pass a float or integer array"))
+    return OTHER_KINDS.get(arr.dtype.kind, (f"{arr.dtype} values", "pass a float or integer array"))
 
 
 def _object_problem(arr: np.ndarray) -> tuple[str, str] | None:
