@@ -50,7 +50,7 @@ pd.set_option("display.max_colwidth", 90)
 # `../shared/reference_mugraphs/`, or point `MIRAGE_REFERENCE_MUGRAPHS` at it.
 
 # %%
-REF = find_reference_dir(str(ROOT.parent / "shared" / "reference_mugraphs")) or find_reference_dir()
+REF = find_reference_dir()
 t0 = time.perf_counter()
 if REF is not None:
     SOURCE = "reference checkpoints"
