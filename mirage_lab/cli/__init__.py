@@ -102,10 +102,12 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ptx", nargs="*", metavar="ARCH", type=cuda_arch,
                    help="compile to PTX for these (e.g. sm_80 sm_90; --ptx alone: sm_80 and sm_90): nvcc --ptx, or "
                         "Triton for a GPUTarget")
-    p.add_argument("--no-prefetch", action="store_true", help="the plain load–barrier–compute loop (no register "
-                   "prefetch of the next iteration's tiles)")
+    p.add_argument("--no-prefetch", action="store_true", help="the load–wait–compute loop (no ring of loop tiles "
+                   "copied iterations ahead)")
+    p.add_argument("--no-async-copies", action="store_true", help="tiles copied through registers (no cp.async; "
+                   "no prefetch either)")
     p.add_argument("--no-split", action="store_true", help="one thread per output of every sum, however few outputs")
-    p.add_argument("--no-tensor-cores", action="store_true", help="scalar loops for every matmul (no wmma)")
+    p.add_argument("--no-tensor-cores", action="store_true", help="CUDA-core loops for every matmul (no mma.sync)")
     p.add_argument("--no-padding", action="store_true", help="dense shared-memory tiles (no row padding)")
     p.add_argument("--emulate", action="store_true", help="run the generated code on the CPU (g++, or Triton's "
                    "interpreter) against the interpreter; exit 1 when they disagree")

@@ -149,7 +149,8 @@ def codegen(args: argparse.Namespace) -> int:
     out = _out_file(args.out, "CUDA source (--out)")
     source = resolve(args.graph)
     options = CodegenOptions(prefetch=not args.no_prefetch, split_sums=not args.no_split,
-                             tensor_cores=not args.no_tensor_cores, padding=not args.no_padding)
+                             tensor_cores=not args.no_tensor_cores, padding=not args.no_padding,
+                             async_copies=not args.no_async_copies)
     cuda = generate_cuda(source.graph, options)
     if out is not None:
         write_atomic(out, cuda)

@@ -75,6 +75,7 @@ SHIM = r"""
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 #include <pthread.h>
 #include <ucontext.h>
 
@@ -150,61 +151,68 @@ static void __syncthreads() {
   else swapcontext(mirage_fiber, &mirage_scheduler);  // back to the scheduler: the next fiber runs
 }
 
-// Tensor cores (nvcuda::wmma). A fragment holds its whole tile in every lane, but of an accumulator a
-// lane computes and stores only the 1/32 it owns (a contiguous run, unlike the lanes' reads of the stage),
-// as a warp's lanes share a real tile: a read of the stage before every lane stored reads NaN. __syncwarp
-// is a block barrier here; the generator puts it where every thread meets it equally often.
-static void __syncwarp(unsigned = 0xffffffffu) { __syncthreads(); }
-namespace nvcuda { namespace wmma {
-struct matrix_a {}; struct matrix_b {}; struct accumulator {}; struct row_major {}; struct col_major {};
-enum layout_t { mem_row_major, mem_col_major };
-template <class Use, int M, int N, int K> struct shape;
-template <int M, int N, int K> struct shape<matrix_a, M, N, K> { static constexpr int R = M, C = K; };
-template <int M, int N, int K> struct shape<matrix_b, M, N, K> { static constexpr int R = K, C = N; };
-template <int M, int N, int K> struct shape<accumulator, M, N, K> { static constexpr int R = M, C = N; };
-template <class Use, int M, int N, int K, class T, class Layout = void> struct fragment {
-  static constexpr int R = shape<Use, M, N, K>::R, C = shape<Use, M, N, K>::C, num_elements = R * C;
-  float x[R * C];
-};
-static bool owned(int e, int elements) { return e / (elements / 32) == (int)(threadIdx.x % 32); }
-static void check(const void* p, unsigned ldm, unsigned multiple, const char* what) {
-  if (reinterpret_cast<uintptr_t>(p) % 32) mirage_fail(what);  // wmma needs 256-bit aligned pointers
-  if (ldm % multiple) mirage_fail("wmma ldm is not a multiple of 16 bytes");
+// Asynchronous copies (cp.async). A copy lands when its thread waits for its group, the latest a GPU may land
+// it, and its destination reads as poison (0xFF: NaN) from the issue on: a read before the wait (or, in another
+// thread, before the barrier after it) sees NaN, and so does a read of a slot refilled while still in use.
+// A thread that finishes with copies in flight is an error: the generator must wait for every copy it reads.
+#define MIRAGE_LAB_ASYNC_COPY
+struct mirage_copy { char* dst; const char* src; int bytes; };
+static std::vector<mirage_copy> mirage_in_flight[1024];   // per thread: issued, not yet landed
+static std::vector<size_t> mirage_group_ends[1024];        // per thread: copies in each committed group
+static int mirage_smem_bytes;                              // this launch's planned shared memory
+template <int B> static void mirage_cp_async(void* smem, const void* gmem) {
+  static_assert(B == 4 || B == 8 || B == 16, "cp.async copies 4, 8 or 16 bytes");
+  char* d = static_cast<char*>(smem);
+  if (reinterpret_cast<uintptr_t>(d) % B || reinterpret_cast<uintptr_t>(gmem) % B)
+    return mirage_fail("misaligned cp.async (source and destination must be aligned to the copy size)");
+  if (d < mirage_smem || d + B > mirage_smem + mirage_smem_bytes)
+    return mirage_fail("cp.async outside the planned shared memory");
+  std::memset(d, 0xFF, B);
+  mirage_in_flight[threadIdx.x].push_back({d, static_cast<const char*>(gmem), B});
 }
-template <class Use, int M, int N, int K, class T, class L>
-static void fill_fragment(fragment<Use, M, N, K, T, L>& f, float v) { for (float& e : f.x) e = v; }
-// An operand lane reads only the A rows / B columns its owned outputs need (the rest stay unset): the
-// whole tile in all 32 lanes made the emulation several times slower than the scalar code.
-template <class Use, int M, int N, int K>
-static void load_matrix_sync(fragment<Use, M, N, K, __half, row_major>& f, const __half* p, unsigned ldm) {
-  check(p, ldm, 8, "misaligned wmma load (needs 32 bytes)");
-  using F = fragment<Use, M, N, K, __half, row_major>;
-  const int first = (int)(threadIdx.x % 32) * (M * N / 32), last = first + M * N / 32 - 1;  // owned outputs
-  const bool a = std::is_same_v<Use, matrix_a>;
-  const int r0 = a ? first / N : 0, r1 = a ? last / N : F::R - 1;
-  const int c0 = a ? 0 : first % N, c1 = a ? F::C - 1 : last % N;  // a run of M·N/32 < N stays in a row
-  for (int r = r0; r <= r1; ++r)
-    for (int c = c0; c <= c1; ++c) f.x[r * F::C + c] = __half2float(p[r * ldm + c]);
+static void mirage_cp_async_commit() { mirage_group_ends[threadIdx.x].push_back(mirage_in_flight[threadIdx.x].size()); }
+template <int N> static void mirage_cp_async_wait() {
+  auto& q = mirage_in_flight[threadIdx.x];
+  auto& ends = mirage_group_ends[threadIdx.x];
+  if (ends.size() <= (size_t)N) return;
+  const size_t landed = ends[ends.size() - 1 - N];  // every copy of the groups older than the newest N
+  for (size_t c = 0; c < landed; ++c) std::memcpy(q[c].dst, q[c].src, q[c].bytes);
+  q.erase(q.begin(), q.begin() + landed);
+  ends.erase(ends.begin(), ends.end() - N);
+  for (size_t& e : ends) e -= landed;
 }
-template <int M, int N, int K>
-static void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<matrix_a, M, N, K, __half, row_major>& a,
-                     const fragment<matrix_b, M, N, K, __half, row_major>& b,
-                     const fragment<accumulator, M, N, K, float>& c) {
-  for (int e = 0; e < M * N; ++e) {
-    if (!owned(e, M * N)) continue;
-    float s = c.x[e];
-    for (int k = 0; k < K; ++k) s += a.x[(e / N) * K + k] * b.x[k * N + e % N];
-    d.x[e] = s;
+
+// Tensor cores (ldmatrix + mma.sync.m16n8k16). A lane's fragment holds the A rows and B columns its four
+// outputs need, read from shared memory by the lane itself, where a GPU's lanes exchange packed halves; the
+// products and fp32 sums are the same. ldmatrix's 16-byte row alignment is checked.
+#define MIRAGE_LAB_MMA
+struct mirage_frag_a { float x[2][16]; };  // rows l/4 and l/4 + 8 of the 16x16 A tile (lane l)
+struct mirage_frag_b { float x[16][2]; };  // columns 2(l%4) and 2(l%4) + 1 of the 16x8 B tile
+static void mirage_ldmatrix_check(const __half* p, int pitch) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 || pitch % 8) mirage_fail("misaligned ldmatrix row (needs 16 bytes)");
+}
+static void mirage_load_a(mirage_frag_a& f, const __half* a, int lda, int rows) {
+  mirage_ldmatrix_check(a, lda);
+  if (rows < 1) mirage_fail("an mma A fragment with no rows");
+  const int g = (int)(threadIdx.x % 32) / 4;
+  for (int h = 0; h < 2; ++h) {
+    const int r = g + 8 * h < rows ? g + 8 * h : rows - 1;
+    for (int k = 0; k < 16; ++k) f.x[h][k] = __half2float(a[r * lda + k]);
   }
 }
-template <int M, int N, int K>
-static void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t l) {
-  check(p, ldm, 4, "misaligned wmma store (needs 32 bytes)");
-  if (l != mem_row_major) mirage_fail("the shim stores row-major wmma tiles only");
-  for (int e = 0; e < M * N; ++e)
-    if (owned(e, M * N)) p[(e / N) * ldm + e % N] = f.x[e];
+static void mirage_load_b(mirage_frag_b& f, const __half* b, int ldb) {
+  mirage_ldmatrix_check(b, ldb);
+  const int c0 = (int)(threadIdx.x % 4) * 2;
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < 2; ++j) f.x[k][j] = __half2float(b[k * ldb + c0 + j]);
 }
-}}  // namespace nvcuda::wmma
+static void mirage_mma(float (&c)[4], const mirage_frag_a& a, const mirage_frag_b& b) {
+  for (int e = 0; e < 4; ++e) {
+    float s = c[e];
+    for (int k = 0; k < 16; ++k) s += a.x[e / 2][k] * b.x[k][e % 2];
+    c[e] = s;
+  }
+}
 
 // Warp sums (the generator's mirage_warp_sum, a shuffle butterfly on a GPU): every lane publishes its
 // values, every thread of the block waits, each lane sums its group's in a fixed order, and all wait again
@@ -278,6 +286,7 @@ static void mirage_launch(void (*kernel)(void**), void** args, int gx, int gy, i
   constexpr int GUARD = 4096;
   constexpr size_t STACK = 1 << 16;
   mirage_smem = static_cast<char*>(std::aligned_alloc(32, (smem_bytes + GUARD + 31) / 32 * 32));
+  mirage_smem_bytes = smem_bytes;
   char* stacks = new char[STACK * threads];
   ucontext_t* ctx = new ucontext_t[threads];
   char* done = new char[threads];
@@ -295,6 +304,13 @@ static void mirage_launch(void (*kernel)(void**), void** args, int gx, int gy, i
         else mirage_run_block_fibers(threads, mode == 1, ctx, done, stacks, STACK);
         for (int b = smem_bytes; b < smem_bytes + GUARD; ++b)
           if (mirage_smem[b] != (char)0xFF) { mirage_fail("write past the planned shared memory"); break; }
+        for (int t = 0; t < threads; ++t) {
+          if (!mirage_in_flight[t].empty() && !mirage_error[0])
+            std::snprintf(mirage_error, sizeof mirage_error, "cp.async copies still in flight when thread %d "
+                          "finished (block (%d, %d, %d)): every copy must be waited for", t, x, y, z);
+          mirage_in_flight[t].clear();
+          mirage_group_ends[t].clear();
+        }
       }
   std::free(mirage_smem);
   delete[] stacks; delete[] ctx; delete[] done; delete[] pool;

@@ -14,15 +14,14 @@ import math
 
 from mirage_lab.codegen.accumulators import finalize, zero_accumulators
 from mirage_lab.codegen.emit import EMIT, UNSUPPORTED
-from mirage_lab.codegen.tiles import emit_prefetch
-from mirage_lab.codegen.vectors import copy_vector
+from mirage_lab.codegen.tiles import emit_ring_copy, ring_slot_elements
 from mirage_lab.codegen.writer import KernelWriter, ctype
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.graph import loader_dtensor, saver_dtensor
 from mirage_lab.ir.ops import Kind
 from mirage_lab.optimize.hardware import HARDWARE
+from mirage_lab.optimize.memory import ALIGN
 from mirage_lab.optimize.occupancy import BlockResources, occupancy
-from mirage_lab.optimize.tensor_cores import MMA_ALIGN
 
 #: the GPU whose waves ``__launch_bounds__`` sizes for: the most SMs (H100 / H200: 132)
 WAVE_TARGET = max(HARDWARE.values(), key=lambda hw: hw.sms)
@@ -37,35 +36,22 @@ def kernel_source(w: KernelWriter) -> str:
               for k, p in w.loader_param.items()]
     params += [f"{ctype(saver_dtensor(bg, bg.nodes[k]).dtype)}* __restrict__ {p}"
                for k, p in w.saver_param.items()]
+    pipe = w.pipeline
     w.line(f"// grid {bg.grid}, {w.threads} threads, F = {bg.forloop_range}, "
-           f"{plan.peak} B shared ({plan.strategy}; {plan.naive} B without reuse), {sched.barriers} barriers")
-    # one alignment for every kernel: a source's kernels share this declaration, and wmma needs 32 bytes
-    w.line(f"extern __shared__ __align__({MMA_ALIGN}) char smem[];")
+           f"{plan.peak} B shared ({plan.strategy}; {plan.naive} B without reuse), {w.barriers} barriers"
+           + (f", loop tiles copied {pipe.stages - 1} iteration(s) ahead" if pipe.ring else ""))
+    w.line(f"extern __shared__ __align__({ALIGN}) char smem[];")
+    rings = pipe.ring_tensors(bg)
     for b in plan.buffers:
         ty = ctype(bg.tensors[int(b.key[1:])].dtype) if b.key.startswith("s") else "float"
-        w.line(f"{ty}* {b.key} = reinterpret_cast<{ty}*>(smem + {plan.offsets[b.key]});")
-    for k, n in w.prefetched.items():  # first, so these loads fly during the hoisted ones
-        d = loader_dtensor(bg.nodes[k])
-        vtype = copy_vector(w.dims(bg.nodes[k].outputs[0]), d.dims, d.dtype.itemsize, w.strides.get(k))[1]
-        w.line(f"{vtype} pf{k}[{n}];  // s{bg.nodes[k].outputs[0]}'s next tile")
-        emit_node(w, k, "iteration 0, into registers", fetch="0")
-    for st in sched.prologue:
-        for k in st.nodes:
-            emit_node(w, k, "hoisted: the same tile every iteration")
+        name = f"{b.key}_ring" if b.key.startswith("s") and int(b.key[1:]) in rings else b.key
+        w.line(f"{ty}* {name} = reinterpret_cast<{ty}*>(smem + {plan.offsets[b.key]});")
+    _prologue(w)
     zero_accumulators(w)
-    if sched.prologue:
+    if sched.prologue and not pipe.ring:
         w.barrier("hoisted tiles are read by every thread")
     with w.block(f"for (int i = 0; i < {bg.forloop_range}; ++i)"):
-        for s, st in enumerate(sched.loop):
-            for k in st.nodes:
-                emit_node(w, k, "from the registers prefetched last iteration" if k in w.prefetched else "",
-                          store=k in w.prefetched)
-            w.barrier("next stage reads this one" if s + 1 < len(sched.loop)
-                      else "the next iteration overwrites tiles still being read")
-            if s == 0 and w.prefetched:
-                with w.block(f"if (i + 1 < {bg.forloop_range})"):
-                    for k in w.prefetched:
-                        emit_node(w, k, "iteration i + 1, in flight during this one", fetch="i + 1")
+        _loop_body(w)
     for s, st in enumerate(sched.epilogue):
         if s:
             w.barrier("next stage reads this one")
@@ -74,6 +60,51 @@ def kernel_source(w: KernelWriter) -> str:
     body = "\n".join(w.lines)
     return f'extern "C" __global__ void {launch_bounds(w)} {w.name}(\n    ' \
            + ",\n    ".join(params) + ") {\n" + body + "\n}\n"
+
+
+def _prologue(w: KernelWriter) -> None:
+    """The hoisted loaders, then the ring's first ``stages − 1`` tiles, one commit group per iteration (the
+    hoisted copies ride in iteration 0's); without a ring, the hoisted copies are waited for here."""
+    pipe = w.pipeline
+    hoisted = [k for st in w.schedule.prologue for k in st.nodes]
+    for k in hoisted:
+        emit_node(w, k, "hoisted: the same tile every iteration")
+    for s in range(pipe.stages - 1 if pipe.ring else 0):
+        for k in sorted(pipe.ring):
+            emit_node(w, k, f"iteration {s}, into ring slot {s}", fetch=str(s), slot=str(s))
+        w.line(f"mirage_cp_async_commit();  // group {s}: iteration {s}'s tiles")
+    if not pipe.ring and pipe.asynchronous & set(hoisted):
+        w.line("mirage_cp_async_commit();")
+        w.line("mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed")
+
+
+def _loop_body(w: KernelWriter) -> None:
+    """One iteration: wait for its tiles (ring) or copy them, then the stages, each ending at a barrier; after
+    the first barrier the ring's slot read last iteration is refilled, ``stages − 1`` iterations ahead."""
+    bg, pipe = w.bg, w.pipeline
+    f, depth = bg.forloop_range, pipe.stages
+    if pipe.ring:
+        w.line(f"mirage_cp_async_wait<{depth - 2}>();  // this thread's copies of iteration i have landed")
+        for k in sorted(pipe.ring):
+            t = bg.nodes[k].outputs[0]
+            ty = ctype(bg.tensors[t].dtype)
+            w.line(f"{ty}* const s{t} = s{t}_ring + (i % {depth}) * {ring_slot_elements(w, t)};")
+    for s, st in enumerate(w.schedule.loop):
+        copied = [k for k in st.nodes if k not in pipe.ring]
+        for k in copied:
+            emit_node(w, k)
+        if set(copied) & pipe.asynchronous:
+            w.line("mirage_cp_async_commit();")
+            w.line("mirage_cp_async_wait<0>();  // this thread's copies have landed")
+        w.barrier("next stage reads this one" if s + 1 < len(w.schedule.loop)
+                  else "the next iteration overwrites tiles still being read")
+        if s == 0 and pipe.ring:
+            ahead = f"i + {depth - 1}"
+            with w.block(f"if ({ahead} < {f})"):
+                for k in sorted(pipe.ring):
+                    emit_node(w, k, f"iteration {ahead}, into the slot iteration i - 1 read",
+                              fetch=ahead, slot=f"({ahead}) % {depth}")
+            w.line("mirage_cp_async_commit();  // one group per iteration, even an empty one")
 
 
 def launch_bounds(w: KernelWriter) -> str:
@@ -86,9 +117,8 @@ def launch_bounds(w: KernelWriter) -> str:
     return f"__launch_bounds__({w.threads}, {blocks})" if blocks > 1 else f"__launch_bounds__({w.threads})"
 
 
-def emit_node(w: KernelWriter, k: int, note: str = "", fetch: str | None = None, store: bool = False) -> None:
-    """Node k's code; for a prefetched loader, ``fetch`` (the iteration) loads its tile into registers
-    and ``store`` writes the registers to its shared-memory tile."""
+def emit_node(w: KernelWriter, k: int, note: str = "", fetch: str | None = None, slot: str | None = None) -> None:
+    """Node k's code; for a ring loader, ``fetch`` (the iteration) is copied into ring slot ``slot``."""
     node = w.bg.nodes[k]
     if node.op not in EMIT:
         raise UnsupportedOpError(f"block op {node.op.value} (node {k}) is not supported by the CUDA backend"
@@ -97,7 +127,7 @@ def emit_node(w: KernelWriter, k: int, note: str = "", fetch: str | None = None,
     ins = ", ".join(f"s{t}" for t in node.inputs)
     w.line(f"// {outs or 'saver'} = {node.op.value}({ins}){'  // ' + note if note else ''}")
     with w.block(""):
-        if fetch is not None or store:
-            emit_prefetch(w, k, fetch)
+        if fetch is not None and slot is not None:
+            emit_ring_copy(w, k, fetch, slot)
         else:
             EMIT[node.op](w, k)

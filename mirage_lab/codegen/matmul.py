@@ -1,23 +1,25 @@
-"""Block matmuls: on tensor cores (wmma), on CUDA cores with register blocking (and the K loop split over idle
-threads, ``codegen.split_sum``), or element by element.
+"""Block matmuls: on tensor cores (``mma.sync``), on CUDA cores with register blocking (and the K loop split over
+idle threads, ``codegen.split_sum``), or element by element.
 
-**Tensor cores** (``tensor_cores=True``, the default): a matmul whose fp16 tiles fit the wmma shapes
-(``optimize.tensor_cores``) runs as warp-level ``nvcuda::wmma`` 16×16×16 (or 8×32×16) products with fp32
-accumulation; each warp stores its output tile to a private fp32 staging tile in shared memory, and its
-lanes apply the fused epilogue from there. ``__syncwarp()`` sits outside the ``tile < tiles`` guard, so
-every thread meets it the same number of times (the CPU emulation runs it as a block barrier).
+**Tensor cores** (``tensor_cores=True``, the default): an fp16 matmul that qualifies (``optimize.tensor_cores``)
+runs as warp-level ``mma.sync.m16n8k16`` products with fp32 accumulation, through the helpers in
+``TENSOR_CORE_HELPERS``: ``ldmatrix`` reads a 16×16 A fragment (rows past the tile's last read that row
+again: small M padded in registers) and 16×8 B fragments from the shared-memory tiles. Each warp task is a
+16-row band by ``n_tiles`` 8-column tiles, sharing one A fragment per K step; each lane then applies the fused
+epilogue to the four outputs per tile it holds, from registers (lane l holds rows l/4 and l/4 + 8, columns
+2·(l%4) and the next). The task loop is warp-uniform, as ``mma.sync`` needs every lane of the warp.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 
 from mirage_lab.codegen.split_sum import add_line, combine_shares, split_block, split_sum
 from mirage_lab.codegen.vectors import VECTORS
 from mirage_lab.codegen.writer import KernelWriter
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.ops import Op
-from mirage_lab.optimize.tensor_cores import WARP
+from mirage_lab.optimize.tensor_cores import TILE_K, TILE_M, TILE_N, WARP
 
 
 def _strip_width(w: KernelWriter, parts: list[tuple[int, int]], n: int, rows: int, splits: bool) -> int:
@@ -90,40 +92,38 @@ def _strip_products(w: KernelWriter, b: int, width: int) -> None:
 
 
 def emit_mma(w: KernelWriter, k: int) -> None:
-    """Matmul k on tensor cores (``optimize.tensor_cores``): warps take output tiles in turn; each stores its
-    fp32 tile to its staging tile, whose elements its lanes then finish like any element of the output."""
+    """Matmul k on tensor cores (``optimize.tensor_cores``): warps take tasks in turn, accumulate each task's
+    tiles in registers over K, then finish each output they hold like any element of the output."""
     t = w.mma[k]
-    (m, n), cols = t.shape, t.cols
-
-    def own_tile() -> AbstractContextManager[None]:
-        """Guards a warp's work in a last round that some warps sit out (never a ``__syncwarp()``)."""
-        return w.block(f"if (tile < {t.tiles})") if t.tiles % t.warps else nullcontext()
-
-    w.line(f"float* stage = mma{k} + (threadIdx.x / {WARP}) * {m * n};  // this warp's fp32 output tile")
-    with w.block(f"for (int t0 = 0; t0 < {t.tiles}; t0 += {t.warps})"):
-        w.line(f"const int tile = t0 + threadIdx.x / {WARP};")
-        across = cols // n  # tiles per row of tiles
-        w.line(f"const int tm = tile / {across} * {m}, tn = tile % {across} * {n};" if across > 1
-               else f"const int tm = tile * {m}, tn = 0;")
-        with own_tile():
-            w.line(f"wmma::fragment<wmma::accumulator, {m}, {n}, 16, float> c;")
-            w.line("wmma::fill_fragment(c, 0.f);")
-            for a, b, kdim in t.parts:
-                with w.block(f"for (int kk = 0; kk < {kdim}; kk += 16)"):
-                    w.line(f"wmma::fragment<wmma::matrix_a, {m}, {n}, 16, __half, wmma::row_major> a;")
-                    w.line(f"wmma::fragment<wmma::matrix_b, {m}, {n}, 16, __half, wmma::row_major> b;")
-                    pa, pb = w.pitch(a), w.pitch(b)
-                    w.line(f"wmma::load_matrix_sync(a, &s{a}[tm * {pa} + kk], {pa});")
-                    w.line(f"wmma::load_matrix_sync(b, &s{b}[kk * {pb} + tn], {pb});")
-                    w.line("wmma::mma_sync(c, a, b, c);")
-            w.line(f"wmma::store_matrix_sync(stage, c, {n}, wmma::mem_row_major);")
-        w.line("__syncwarp();  // the lanes read what all of them stored")
-        with own_tile(), w.block(f"for (int e = threadIdx.x % {WARP}; e < {m * n}; e += {WARP})"):
-            w.line(f"const int idx = (tm + e / {n}) * {cols} + tn + e % {n};")
-            w.line("float v = stage[e];")
-            w.epilogue(k)
-        if t.tiles > t.warps:  # after the last round, the stage's next writer is behind a __syncthreads()
-            w.line("__syncwarp();  // read before the next tile overwrites the stage")
+    span = TILE_N * t.n_tiles
+    across = t.cols // span  # tasks per band
+    w.line(f"// {t.tasks} task(s) of {TILE_M}×{span} outputs over {t.warps} warps; mma.sync.m16n8k16")
+    with w.block(f"for (int task = threadIdx.x / {WARP}; task < {t.tasks}; task += {t.warps})"):
+        w.line(f"const int tm = task / {across} * {TILE_M}, tn = task % {across} * {span};" if across > 1
+               else f"const int tm = task * {TILE_M}, tn = 0;")
+        w.line(f"float c[{t.n_tiles}][4] = {{}};")
+        for a, b, kdim in t.parts:
+            pa, pb = w.pitch(a), w.pitch(b)
+            rows = f"{t.rows} - tm" if t.padded_rows else str(TILE_M)
+            w.line("#pragma unroll 2")
+            with w.block(f"for (int kk = 0; kk < {kdim}; kk += {TILE_K})"):
+                w.line("mirage_frag_a fa;")
+                w.line(f"mirage_load_a(fa, &s{a}[tm * {pa} + kk], {pa}, {rows});")
+                w.line("#pragma unroll")
+                with w.block(f"for (int j = 0; j < {t.n_tiles}; ++j)"):
+                    w.line("mirage_frag_b fb;")
+                    w.line(f"mirage_load_b(fb, &s{b}[kk * {pb} + tn + j * {TILE_N}], {pb});")
+                    w.line("mirage_mma(c[j], fa, fb);")
+        w.line(f"const int lane = threadIdx.x % {WARP};")
+        w.line("#pragma unroll")
+        with w.block(f"for (int j = 0; j < {t.n_tiles}; ++j)"):
+            w.line("#pragma unroll")
+            with w.block("for (int e = 0; e < 4; ++e)"):
+                w.line("const int row = tm + lane / 4 + e / 2 * 8;")
+                w.line(f"const int idx = row * {t.cols} + tn + j * {TILE_N} + lane % 4 * 2 + e % 2;")
+                with w.block(f"if (row < {t.rows})") if t.padded_rows else nullcontext():
+                    w.line("float v = c[j][e];")
+                    w.epilogue(k)
 
 
 def emit_matmul(w: KernelWriter, k: int) -> None:

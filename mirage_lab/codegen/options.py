@@ -1,7 +1,8 @@
 """What the CUDA generator may use (``CodegenOptions``), and the keyword flags that name it.
 
-Prefetch (``codegen.tiles``), split sums (``codegen.split_sum``), tensor cores (``codegen.matmul``) and padding
-(``codegen.plan``) are fields of ``CodegenOptions``; ``PLAIN`` turns all of them off.
+Asynchronous copies and prefetch (``codegen.pipeline``), split sums (``codegen.split_sum``), tensor cores
+(``codegen.matmul``) and padding (``codegen.plan``) are fields of ``CodegenOptions``; ``PLAIN`` turns all of
+them off.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ class CodegenOptions:
     split_sums: bool = True
     tensor_cores: bool = True
     padding: bool = True
+    async_copies: bool = True  # prefetch copies ahead with them: without, no prefetch either
 
 
 #: everything off: one thread per output, scalar matmuls, dense tiles, load–barrier–compute loops
-PLAIN = CodegenOptions(prefetch=False, split_sums=False, tensor_cores=False, padding=False)
+PLAIN = CodegenOptions(prefetch=False, split_sums=False, tensor_cores=False, padding=False, async_copies=False)
 
 
 #: the keywords of the codegen entry points besides the option flags (named in the unknown-keyword message)

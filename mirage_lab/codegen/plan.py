@@ -5,7 +5,7 @@ Kernel-level ops other than customized ones are lowered to one-op custom kernels
 op has a kernel; with ``library_calls=True`` they stay library calls instead, run through CuPy (cuBLAS) by
 ``run.py``. Stages and barriers come from ``optimize.schedule``, offsets from ``optimize.memory``.
 
-**Padding** (``padding=True``, the default): tiles read across several rows at once (wmma operands, row
+**Padding** (``padding=True``, the default): tiles read across several rows at once (tensor-core operands, row
 sums, rms_norm, last-dim reductions) get one 16-byte chunk of padding per row when their rows would
 otherwise meet the same shared-memory banks (``optimize.layout``). Every access goes through the tile's
 layout (``KernelWriter.offset``); the rest stay dense.
@@ -14,11 +14,12 @@ layout (``KernelWriter.offset``); the rest stay dense.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mirage_lab.codegen.lower import lower_kernel_ops
 from mirage_lab.codegen.options import CodegenOptions, codegen_options
+from mirage_lab.codegen.pipeline import NO_PIPELINE, Pipeline, plan_pipeline
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
 from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph
@@ -39,23 +40,44 @@ PADDING_LIMIT = SMEM_CAPACITY["sm_80"]
 
 @dataclass(frozen=True)
 class KernelPlan:
-    """One custom kernel's decisions: stages, tensor-core matmuls, tile layouts and shared-memory offsets."""
+    """One custom kernel's decisions: stages, tensor-core matmuls, tile layouts, the copy pipeline
+    (``codegen.pipeline``) and shared-memory offsets."""
 
     schedule: BlockSchedule
     mma: Mapping[int, MmaTiling]
     layouts: Mapping[int, TileLayout]
     smem: SmemPlan
+    pipeline: Pipeline = NO_PIPELINE
+
+    @property
+    def stages(self) -> int:
+        """Shared-memory copies of each loop tile: 1 = copy, wait, compute; S = S − 1 iterations in flight."""
+        return self.pipeline.stages
+
+    @property
+    def barriers(self) -> int:
+        """``__syncthreads()`` statements in the kernel: the schedule's, less the prologue's where a ring's
+        first wait and barrier in the loop cover the hoisted tiles too."""
+        return self.schedule.barriers - (1 if self.pipeline.ring and self.schedule.prologue else 0)
 
 
-def plan_kernel(bg: BlockGraph, options: CodegenOptions) -> KernelPlan:
+def plan_kernel(bg: BlockGraph, options: CodegenOptions, strides: Mapping[int, Dims] | None = None) -> KernelPlan:
+    """``strides``: loader node → the declared strides of its input, for inputs that are not row-major."""
     schedule = schedule_block_graph(bg)
     mma = mma_matmuls(bg) if options.tensor_cores else {}
     layouts = choose_layouts(bg, mma, options.padding)
-    smem = plan_shared_memory(bg, schedule, mma, layouts)
-    if smem.peak > PADDING_LIMIT and any(lay.padded for lay in layouts.values()):
+    if plan_shared_memory(bg, schedule, layouts).peak > PADDING_LIMIT and any(lay.padded for lay in layouts.values()):
         layouts = choose_layouts(bg, mma, padding=False)
-        smem = plan_shared_memory(bg, schedule, mma, layouts)
-    return KernelPlan(schedule, mma, layouts, smem)
+    pipeline = plan_pipeline(bg, schedule, options, strides or {},
+                             lambda rings: plan_shared_memory(bg, schedule, layouts, rings))
+    smem = plan_shared_memory(bg, schedule, layouts, pipeline.ring_tensors(bg))
+    return KernelPlan(schedule, mma, layouts, smem, pipeline)
+
+
+def loader_strides(bg: BlockGraph, strides: Sequence[Dims | None]) -> dict[int, Dims]:
+    """Loader node → its input's declared strides, from the customized op's per-input ``strides``."""
+    loaders = [k for k, node in enumerate(bg.nodes) if node.op is Op.INPUT]
+    return {k: st for k, st in zip(loaders, strides, strict=False) if st is not None}
 
 
 # --------------------------------------------------------------------------- the kernel-graph plan
@@ -145,15 +167,16 @@ def plan_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions |
     cores and padding change the shared memory."""
     opts = codegen_options(options, flags)
     graph = prepare(graph, library_calls)
+    strides = input_strides(graph)
     steps: list[Step] = []
     for k, node in enumerate(graph.nodes):
         if node.op is Op.INPUT:
             continue
         if node.body is not None:
             bg = node.body
-            kp = plan_kernel(bg, opts)
+            kp = plan_kernel(bg, opts, loader_strides(bg, [strides.get(t) for t in node.inputs]))
             steps.append(KernelLaunch(k, f"{KERNEL_PREFIX}{k}", bg.grid, math.prod(bg.block), kp.smem.peak,
-                                      node.inputs + node.outputs, kp.schedule.barriers))
+                                      node.inputs + node.outputs, kp.barriers))
         elif node.kind in LIBRARY_KINDS:
             steps.append(LibraryCall(k, node.op, node.inputs, node.outputs, node.attrs))
         else:

@@ -4,6 +4,7 @@ kernel per customized op (``codegen.kernel``), in node order."""
 from __future__ import annotations
 
 from mirage_lab.codegen.expressions import DEVICE_FUNCTIONS
+from mirage_lab.codegen.intrinsics import ASYNC_COPIES, TENSOR_CORES
 from mirage_lab.codegen.kernel import kernel_source
 from mirage_lab.codegen.options import CodegenOptions, codegen_options
 from mirage_lab.codegen.plan import KERNEL_PREFIX, input_strides, prepare
@@ -14,7 +15,7 @@ from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import KernelGraph
 
 #: what every generated source carries before its kernels
-HELPERS = DEVICE_FUNCTIONS + WARP_SUM
+HELPERS = DEVICE_FUNCTIONS + WARP_SUM + ASYNC_COPIES + TENSOR_CORES
 
 
 def generate_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptions | None = None, *,
@@ -22,9 +23,9 @@ def generate_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptio
     """The complete CUDA source of ``graph`` (a builder or a frozen graph): one kernel per customized op and per
     predefined kernel op (lowered to a one-op custom kernel by ``codegen.lower``; ``library_calls=True`` leaves
     those to CuPy and generates only the custom kernels), in node order. ``options`` (or keyword flags):
-    ``prefetch`` overlaps each iteration's loads of the next tiles with its arithmetic; ``split_sums`` spreads
-    sums with few outputs over the idle threads; ``tensor_cores`` runs the matmuls that fit on wmma; ``padding``
-    pads the rows of tiles read across rows (see the module docstring). ``PLAIN``, all off: the plain loops.
+    ``async_copies`` copies tiles with cp.async, and ``prefetch`` copies loop tiles iterations ahead in a ring;
+    ``split_sums`` spreads sums with few outputs over the idle threads; ``tensor_cores`` runs the fp16 matmuls that
+    qualify on mma.sync; ``padding`` pads the rows of tiles read across rows (see the module docstring). ``PLAIN``, all off: the plain loops.
     Inputs declared with strides are read in that layout."""
     opts = codegen_options(options, flags)
     graph = prepare(graph, library_calls)
@@ -36,6 +37,4 @@ def generate_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptio
             "#include <cuda_fp16.h>"]
     if DType.BFLOAT16 in dtypes:
         head.append("#include <cuda_bf16.h>")
-    if any(w.mma for w in writers):
-        head += ["#include <mma.h>", "namespace wmma = nvcuda::wmma;"]
     return "\n".join(head) + "\n\n" + HELPERS + "".join("\n" + kernel_source(w) for w in writers)

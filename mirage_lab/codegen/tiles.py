@@ -1,13 +1,9 @@
-"""Loaders and savers: tiles copied between global and shared memory, and the register prefetch of loop tiles.
+"""Loaders and savers: tiles copied between global and shared memory, and the copies of loop tiles ahead of time.
 
-**Prefetch** (``prefetch=True``, the default): a loader that reads a new tile every iteration issues
-iteration i+1's global loads into registers right after iteration i's tiles are in shared memory, and
-stores them at the top of the next iteration, so memory latency overlaps the iteration's arithmetic
-and twice the bytes are in flight. It needs no extra shared memory. It is skipped for F = 1, and for a
-loop tile that would push a thread past ``PREFETCH_MAX_REGISTERS`` registers (the biggest tiles are
-chosen first, ``KernelWriter._prefetched_loaders``). Tiles are copied in the widest vectors (16, 8 or 4 bytes)
-their rows allow (``codegen.vectors``). ``prefetch=False`` gives the plain load–barrier–compute loop (for
-ablations: ``benchmarks/kernels.py`` times the variants side by side).
+Tiles are copied in the widest vectors (16, 8 or 4 bytes) their rows allow (``codegen.vectors``). A loader in the
+pipeline's ``asynchronous`` set (``codegen.pipeline``) copies with ``cp.async`` (``mirage_cp_async<bytes>``),
+straight into shared memory; the kernel commits and waits for the copies (``codegen.kernel``). A ring loader's
+tile for a later iteration goes into that iteration's slot of its ring (``emit_ring_copy``).
 
 **Strides**: a graph input declared with strides (``g.new_input(dims, strides=...)``, e.g. a column-major
 weight) is read in that layout: its loaders address global memory by the strides, in vectors only where the
@@ -23,14 +19,16 @@ from mirage_lab.codegen.vectors import TileCopy, tile_copy
 from mirage_lab.codegen.writer import KernelWriter
 from mirage_lab.ir.graph import loader_dtensor, saver_dtensor
 from mirage_lab.ir.tensor import Dims, contiguous_strides
+from mirage_lab.optimize.memory import ring_slot
 
 AXES = "xyz"
 
 
 def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: bool, itemsize: int,
-               strides: Dims | None = None) -> None:
+               strides: Dims | None = None, asynchronous: bool = False, tile: str = "") -> None:
     """Copy STensor t's tile between shared memory and a DTensor at offset ``base``: row-major, or laid out in
-    ``strides`` (a strided graph input).
+    ``strides`` (a strided graph input); ``asynchronous``: a load with ``cp.async``; ``tile``: the tile's
+    pointer (default ``s<t>``; a ring slot).
 
     In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``copy_vector``); a
     padded tile's rows are whole vectors too, so each vector stays inside one row."""
@@ -44,7 +42,10 @@ def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: 
         loop = w.for_each(tc.chunks, "c")
     with loop:
         smem, g = _copy_addresses(w, t, full, tc, strides)
-        smem, g = f"s{t}[{smem}]", f"{glob}[base + {g}]"
+        smem, g = f"{tile or f's{t}'}[{smem}]", f"{glob}[base + {g}]"
+        if asynchronous:
+            w.line(f"mirage_cp_async<{tc.step * itemsize}>(&{smem}, &{g});")
+            return
         src, dst = (g, smem) if load else (smem, g)
         if tc.vtype:
             src, dst = f"*reinterpret_cast<const {tc.vtype}*>(&{src})", f"*reinterpret_cast<{tc.vtype}*>(&{dst})"
@@ -65,32 +66,19 @@ def _copy_addresses(w: KernelWriter, t: int, full: Dims, tc: TileCopy, strides: 
     return w.offset(t, "idx"), "idx" if whole else flat(full, coords(tile, "idx"), strides)
 
 
-def emit_prefetch(w: KernelWriter, k: int, iteration: str | None) -> None:
-    """Loader k's tile of ``iteration`` into registers ``pf<k>``, or (``iteration=None``) the registers into
-    its shared-memory tile. Register r of a thread holds its r-th copy in ``_tile_copy``'s order."""
+def emit_ring_copy(w: KernelWriter, k: int, iteration: str, slot: str) -> None:
+    """Ring loader k's tile of ``iteration`` copied asynchronously into ring slot ``slot`` (C expressions)."""
     node = w.bg.nodes[k]
     d, t = loader_dtensor(node), node.outputs[0]
     strides = w.strides.get(k)
-    tc = tile_copy(w.dims(t), d.dims, d.dtype.itemsize, w.threads, strides)
-    if iteration is not None:
-        base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), iteration, strides)
-        w.line(f"const long long base = {base};")
-    if tc.group:
-        w.line(f"const int col = threadIdx.x % {tc.per_row}, row0 = threadIdx.x / {tc.per_row};")
-    w.line("#pragma unroll")
-    with w.block(f"for (int r = 0; r < {w.prefetched[k]}; ++r)"):
-        if tc.group:
-            w.line(f"const int row = row0 + r * {tc.group};")
-            guard = f"row0 < {tc.group} && row < {tc.rows}"
-        else:
-            w.line(f"const int c = threadIdx.x + r * {w.threads};")
-            guard = f"c < {tc.chunks}"
-        with w.block(f"if ({guard})"):
-            smem, g = _copy_addresses(w, t, d.dims, tc, strides)
-            if iteration is not None:
-                w.line(f"pf{k}[r] = *reinterpret_cast<const {tc.vtype}*>(&{w.loader_param[k]}[base + {g}]);")
-            else:
-                w.line(f"*reinterpret_cast<{tc.vtype}*>(&s{t}[{smem}]) = pf{k}[r];")
+    base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), iteration, strides)
+    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize, strides, asynchronous=True,
+               tile=f"(s{t}_ring + ({slot}) * {ring_slot_elements(w, t)})")
+
+
+def ring_slot_elements(w: KernelWriter, t: int) -> int:
+    """Elements from one slot of STensor t's ring to the next."""
+    return ring_slot(w.layouts[t].nbytes) // w.bg.tensors[t].dtype.itemsize
 
 
 def _block_offset(w: KernelWriter, full: Dims, tile: Dims, amap: tuple[int, ...], fmap: int,
@@ -119,7 +107,8 @@ def emit_loader(w: KernelWriter, k: int) -> None:
     t = node.outputs[0]
     strides = w.strides.get(k)
     base = _block_offset(w, d.dims, w.dims(t), node.attr("imap"), node.attr("fmap", -1), strides=strides)
-    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize, strides)
+    _tile_copy(w, t, d.dims, base, w.loader_param[k], True, d.dtype.itemsize, strides,
+               asynchronous=k in w.pipeline.asynchronous)
 
 
 def emit_saver(w: KernelWriter, k: int) -> None:

@@ -14,11 +14,10 @@ from contextlib import AbstractContextManager, contextmanager
 
 from mirage_lab.codegen.expressions import UNARY_EXPR, coords
 from mirage_lab.codegen.options import CodegenOptions
-from mirage_lab.codegen.plan import plan_kernel
-from mirage_lab.codegen.vectors import tile_copy
+from mirage_lab.codegen.plan import loader_strides, plan_kernel
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.dtype import DType
-from mirage_lab.ir.graph import BlockGraph, loader_dtensor
+from mirage_lab.ir.graph import BlockGraph
 from mirage_lab.ir.ops import Kind, Op
 from mirage_lab.ir.tensor import Dims
 
@@ -28,8 +27,6 @@ CTYPES: dict[DType, tuple[str, str, str]] = {
     DType.BFLOAT16: ("__nv_bfloat16", "__bfloat162float({})", "__float2bfloat16({})"),
     DType.FLOAT32: ("float", "{}", "{}"),
 }
-#: the most registers a thread may hold for prefetched loop tiles (a 16-byte vector takes 4)
-PREFETCH_MAX_REGISTERS = 64  # data only: ptxas adds about as many again for addresses and the loop body
 
 
 class KernelWriter:
@@ -40,39 +37,18 @@ class KernelWriter:
         """``input_strides``: per customized input (loader), its DTensor's declared strides, None for row-major."""
         options = options or CodegenOptions()
         self.bg, self.name, self.split_sums = bg, name, options.split_sums
-        kp = plan_kernel(bg, options)
-        self.schedule, self.mma, self.layouts, self.plan = kp.schedule, kp.mma, kp.layouts, kp.smem
-        self.threads = math.prod(bg.block)
-        self.lines: list[str] = []
-        self.depth = 1
         self.loader_param = {k: f"in{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.INPUT)}
         self.saver_param = {k: f"out{j}" for j, k in enumerate(n for n, x in enumerate(bg.nodes) if x.op is Op.OUTPUT)}
         #: loader → its DTensor's declared strides, for the loaders of inputs that are not row-major
-        self.strides = {k: st for k, st in zip(self.loader_param, input_strides, strict=False) if st is not None}
+        self.strides = loader_strides(bg, input_strides)
+        kp = plan_kernel(bg, options, self.strides)
+        self.schedule, self.mma, self.layouts, self.plan = kp.schedule, kp.mma, kp.layouts, kp.smem
+        self.pipeline, self.barriers = kp.pipeline, kp.barriers
+        self.threads = math.prod(bg.block)
+        self.lines: list[str] = []
+        self.depth = 1
         for t in bg.tensors:
             ctype(t.dtype)  # fail early on an unsupported dtype
-        self.prefetched = self._prefetched_loaders() if options.prefetch else {}
-
-    def _prefetched_loaders(self) -> dict[int, int]:
-        """Loop loader → vectors per thread (of its copy width) for the loaders to prefetch: vector-copied
-        tiles, the biggest first, while their data fits ``PREFETCH_MAX_REGISTERS``."""
-        if self.bg.forloop_range == 1 or not self.schedule.loop:
-            return {}
-        need, regs = {}, {}
-        for k in self.schedule.loop[0].nodes:
-            node = self.bg.nodes[k]
-            if node.op is not Op.INPUT:
-                continue
-            d = loader_dtensor(node)
-            tc = tile_copy(self.dims(node.outputs[0]), d.dims, d.dtype.itemsize, self.threads, self.strides.get(k))
-            if tc.vtype:  # rows of whole vectors only; the others keep the plain copy
-                need[k] = tc.rounds
-                regs[k] = tc.rounds * tc.step * d.dtype.itemsize // 4
-        out: dict[int, int] = {}
-        for k in sorted(need, key=lambda k: (-regs[k], k)):  # the biggest tiles first, while registers last
-            if sum(regs[j] for j in out) + regs[k] <= PREFETCH_MAX_REGISTERS:
-                out[k] = need[k]
-        return dict(sorted(out.items()))
 
     # ----- text
     def line(self, s: str) -> None:

@@ -2,9 +2,10 @@
 
 The buffers are those the CUDA backend materialises: every loader tile, the output of every
 op that is not fused away (SPEC §4 epilogues stay in registers), each accumulator's fp32 state
-and post-loop result, rms_norm's per-row fp32 statistic, reduction_max's running maximum, and each
-tensor-core matmul's per-warp fp32 staging tiles (``optimize.tensor_cores``; they and the matmul's
-operands are 32-byte aligned, every other buffer 16-byte).
+and post-loop result, rms_norm's per-row fp32 statistic and reduction_max's running maximum, each
+16-byte aligned (a 128-bit access, ``ldmatrix``'s rows, a 16-byte ``cp.async``). A loop loader copied
+asynchronously in a pipeline of ``stages`` (``codegen.pipeline``) owns that many copies of its tile (its
+ring), live from the prologue, which starts filling it, to the end of the loop.
 A buffer is live over the schedule's time steps from its writer's stage to its last reader's;
 anything live on both sides of the loop boundary is live for the whole loop body, since every
 iteration reads it. Two buffers may share bytes only if their lifetimes are disjoint.
@@ -22,7 +23,6 @@ from mirage_lab.ir.graph import BlockGraph
 from mirage_lab.ir.ops import Kind, Op
 from mirage_lab.optimize.layout import TileLayout
 from mirage_lab.optimize.schedule import BlockSchedule
-from mirage_lab.optimize.tensor_cores import MMA_ALIGN, MmaTiling
 
 ALIGN = 16  # bytes: the widest vector copy (128 bits)
 FP32 = 4
@@ -34,8 +34,8 @@ def align(n: int, to: int = ALIGN) -> int:
 
 @dataclass(frozen=True)
 class Buffer:
-    """``key``: ``s<t>`` for STensor t, ``acc<k>`` / ``rms<k>`` / ``max<k>`` / ``mma<k>`` for node k's
-    scratch; ``alignment``: its offset's (bytes)."""
+    """``key``: ``s<t>`` for STensor t, ``acc<k>`` / ``rms<k>`` / ``max<k>`` for node k's scratch;
+    ``alignment``: its offset's (bytes)."""
 
     key: str
     nbytes: int
@@ -84,12 +84,11 @@ def materialized(bg: BlockGraph, schedule: BlockSchedule) -> dict[int, int]:
     return out
 
 
-def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling] | None = None,
-            layouts: Mapping[int, TileLayout] | None = None) -> list[Buffer]:
-    """The buffers, their sizes and lifetimes; ``mma``: the matmuls lowered to tensor cores; ``layouts``: the
-    STensors' (``optimize.layout``; a padded tile takes its padding's bytes too)."""
-    mma, layouts = mma or {}, layouts or {}
-    wide = {t for tiling in mma.values() for t in tiling.operands}
+def buffers(bg: BlockGraph, schedule: BlockSchedule, layouts: Mapping[int, TileLayout] | None = None,
+            rings: Mapping[int, int] | None = None) -> list[Buffer]:
+    """The buffers, their sizes and lifetimes; ``layouts``: the STensors' (``optimize.layout``; a padded tile
+    takes its padding's bytes too); ``rings``: STensor → pipeline stages, for the loop tiles copied ahead."""
+    layouts, rings = layouts or {}, rings or {}
     stages = schedule.stages
     loop_first, loop_last = schedule.loop_span
     epi = len(schedule.prologue) + len(schedule.loop)
@@ -114,7 +113,10 @@ def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling
         readers = [s for j, n in enumerate(bg.nodes) if t in n.inputs for s in when.get(j, [])
                    if n.kind is not Kind.ACCUM or s < epi]  # an accumulator reads its input only in the loop
         nbytes = layouts[t].nbytes if t in layouts else bg.tensors[t].nbytes
-        out.append(Buffer(f"s{t}", nbytes, *span(first, readers), MMA_ALIGN if t in wide else ALIGN))
+        if t in rings:  # filled from the prologue on, read until the loop's end
+            out.append(Buffer(f"s{t}", ring_slot(nbytes) * rings[t], 0, loop_last))
+            continue
+        out.append(Buffer(f"s{t}", nbytes, *span(first, readers)))
     for k, node in enumerate(bg.nodes):
         size = bg.tensors[node.outputs[0]].numel * FP32 if node.outputs else 0
         if node.kind is Kind.ACCUM:
@@ -124,9 +126,12 @@ def buffers(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling
             out.append(Buffer(f"rms{k}", rows * FP32, when[k][0], when[k][0]))
         elif node.op is Op.REDUCTION_MAX and not bg.tensors[node.inputs[0]].post_loop:
             out.append(Buffer(f"max{k}", size, loop_first, loop_last))
-        if k in mma:
-            out.append(Buffer(f"mma{k}", mma[k].staging_bytes, when[k][0], when[k][0], MMA_ALIGN))
     return out
+
+
+def ring_slot(nbytes: int) -> int:
+    """Bytes from one copy of a ring's tile to the next (each 16-byte aligned)."""
+    return align(nbytes)
 
 
 def _norm_size(bg: BlockGraph, k: int) -> int:
@@ -174,11 +179,11 @@ def _place(bufs: list[Buffer], order: Callable[[Buffer], tuple[int, ...]], place
     return offsets
 
 
-def plan_shared_memory(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling] | None = None,
-                       layouts: Mapping[int, TileLayout] | None = None) -> SmemPlan:
-    """Offsets for every buffer (``mma``: the matmuls lowered to tensor cores, which add staging tiles;
-    ``layouts``: the STensors' layouts, dense where not given)."""
-    bufs = buffers(bg, schedule, mma, layouts)
+def plan_shared_memory(bg: BlockGraph, schedule: BlockSchedule, layouts: Mapping[int, TileLayout] | None = None,
+                       rings: Mapping[int, int] | None = None) -> SmemPlan:
+    """Offsets for every buffer (``layouts``: the STensors' layouts, dense where not given; ``rings``: STensor
+    → pipeline stages of the loop tiles copied ahead)."""
+    bufs = buffers(bg, schedule, layouts, rings)
     strategies = {
         "first-fit": _place(bufs, lambda b: (b.first, -b.nbytes), _first_fit),
         "best-fit": _place(bufs, lambda b: (-b.nbytes, b.first), _best_fit),

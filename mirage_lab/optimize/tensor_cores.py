@@ -1,19 +1,21 @@
-"""Which block-level matmuls run on tensor cores (SPEC §8.2's stretch goal), and the tiling they get.
+"""Which block-level matmuls run on tensor cores (SPEC §8.2), and how a block's warps share them.
 
-The CUDA backend lowers a matmul with the warp-level ``nvcuda::wmma`` API in fp16 tiles of 16×16 or 8×32
-outputs and K = 16 with fp32 accumulation (sm_70 and later, so both sm_80 and sm_90), the first
-shape that divides the output: each warp takes output tiles in turn, runs
-the K loop on fragments read straight from the operands' shared-memory tiles, and stores the result to
-a private fp32 staging tile, from which the warp's lanes apply the matmul's fused epilogue (SPEC §4) and
-write the output or the accumulator. The fragments' element layout is opaque, which is why the epilogue
-goes through the staging tile.
+The CUDA backend lowers such a matmul to warp-level ``mma.sync.m16n8k16`` (fp16 operands, fp32 accumulation;
+sm_80 and later, so both sm_80 and sm_90), its operands read from the shared-memory tiles with ``ldmatrix``
+(A as four 8×8 matrices, B as two, transposed on the way). A warp task is a 16-row band of the output by
+``n_tiles`` 8-column tiles, so one A fragment serves ``n_tiles`` products; the block's warps take the tasks
+in turn, and each lane applies the matmul's fused epilogue (SPEC §4) to the four outputs it holds, straight
+from its registers (the fragment layout is fixed by the PTX ISA, unlike wmma's).
 
-A matmul qualifies when every operand is fp16, its rows (the product of A's leading dims), its columns
-fit one of the shapes, every part's K is a multiple of 16, B has no batch dims (A's batch dims fold into its rows, as in
-the scalar code), the block's threads are whole warps, and, for ``concat_then_matmul``, every part's
-split points agree (A0·B0 + A1·B1). Everything else keeps the scalar loop. The operand and staging
-buffers need 32-byte alignment (``wmma::load_matrix_sync``/``store_matrix_sync`` take 256-bit aligned
-pointers); the shared-memory plan gives them that.
+**Small M.** The rows are padded up to 16 in registers: lanes that would address rows past the tile's last
+read its last row instead, and their products, which land only in output rows past the tile, are dropped.
+So a 2-row RMSNorm+Linear tile runs on tensor cores too; ``docs/decisions.md`` (issue 36) says why.
+
+A matmul qualifies when every operand is fp16, the columns are a multiple of 8, every part's K a multiple of
+16, B has no batch dims (A's batch dims fold into its rows, as in the scalar code), the block's threads are
+whole warps, and, for ``concat_then_matmul``, every part's rows agree (A0·B0 + A1·B1). Everything else keeps
+the CUDA-core loop. ``ldmatrix`` takes 16-byte aligned row addresses: the tiles are 16-byte aligned and every
+qualifying pitch is a multiple of 8 halves (padding adds 8).
 """
 
 from __future__ import annotations
@@ -25,44 +27,56 @@ from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import BlockGraph
 from mirage_lab.ir.ops import Op
 
-#: fp16 wmma output tiles (rows, columns), each with K = 16, in order of preference. The third sm_70+ shape,
-#: 32×8, is left out: it is chosen only when the columns are not a multiple of 16, and then every other
-#: tile's B pointer is 16 bytes off the 32-byte alignment that wmma loads need.
-SHAPES = ((16, 16), (8, 32))
-TILE_K = 16
+TILE_M, TILE_N, TILE_K = 16, 8, 16  # mma.sync.m16n8k16
 WARP = 32
-MMA_ALIGN = 32  # bytes: wmma loads and stores need 256-bit aligned pointers
-STAGING_BYTES = 256 * 4  # one fp32 output tile (256 elements in every shape) per warp
+MMA_ALIGN = 16  # bytes: ldmatrix row addresses (and cp.async's 16-byte copies)
+#: the most 8-column tiles one warp task takes (each keeps 4 fp32 accumulators a lane)
+MAX_N_TILES = 4
 
 
 @dataclass(frozen=True)
 class MmaTiling:
-    """How matmul ``node`` runs on tensor cores: ``rows × cols`` outputs in ``shape`` tiles (rows, columns;
-    K = 16), ``parts`` are the (A STensor, B STensor, K) pairs whose products are summed, ``warps`` take the
-    tiles in turn."""
+    """How matmul ``node`` runs on tensor cores: ``rows × cols`` outputs in tasks of 16 rows × ``n_tiles``·8
+    columns; ``parts`` are the (A STensor, B STensor, K) pairs whose products are summed; ``warps`` take the
+    tasks in turn."""
 
     node: int
     rows: int
     cols: int
-    shape: tuple[int, int]
     parts: tuple[tuple[int, int, int], ...]
     warps: int
+    n_tiles: int
 
     @property
-    def tiles(self) -> int:
-        return (self.rows // self.shape[0]) * (self.cols // self.shape[1])
+    def row_bands(self) -> int:
+        return -(-self.rows // TILE_M)
 
     @property
-    def staging_bytes(self) -> int:
-        return self.warps * STAGING_BYTES
+    def tasks(self) -> int:
+        return self.row_bands * (self.cols // (TILE_N * self.n_tiles))
+
+    @property
+    def padded_rows(self) -> bool:
+        """Whether the last band reaches past the rows (small M): its lanes check their rows."""
+        return self.rows % TILE_M != 0
 
     @property
     def operands(self) -> tuple[int, ...]:
         return tuple(t for a, b, _ in self.parts for t in (a, b))
 
 
+def _n_tiles(rows: int, cols: int, warps: int) -> int:
+    """8-column tiles per task: the most (up to ``MAX_N_TILES``) that divide the columns and still give every
+    warp a task; 1 when even that leaves warps idle."""
+    bands, n8 = -(-rows // TILE_M), cols // TILE_N
+    for n in range(MAX_N_TILES, 0, -1):
+        if n8 % n == 0 and bands * (n8 // n) >= warps:
+            return n
+    return 1
+
+
 def mma_tiling(bg: BlockGraph, k: int) -> MmaTiling | None:
-    """Node k's tensor-core tiling, or None when it keeps the scalar loop (see the module docstring)."""
+    """Node k's tensor-core tiling, or None when it keeps the CUDA-core loop (see the module docstring)."""
     node = bg.nodes[k]
     threads = math.prod(bg.block)
     if node.op not in (Op.MATMUL, Op.CONCAT_THEN_MATMUL) or threads % WARP:
@@ -78,10 +92,11 @@ def mma_tiling(bg: BlockGraph, k: int) -> MmaTiling | None:
     rows, cols = math.prod(out[:-1]), out[-1]
     if any(math.prod(dims[a][:-1]) != rows for a, _ in pairs):
         return None
-    shape = next(((m, n) for m, n in SHAPES if rows % m == 0 and cols % n == 0), None)
-    if shape is None or any(dims[a][-1] % TILE_K for a, _ in pairs):
+    if cols % TILE_N or any(dims[a][-1] % TILE_K for a, _ in pairs):
         return None
-    return MmaTiling(k, rows, cols, shape, tuple((a, b, dims[a][-1]) for a, b in pairs), threads // WARP)
+    warps = threads // WARP
+    return MmaTiling(k, rows, cols, tuple((a, b, dims[a][-1]) for a, b in pairs), warps,
+                     _n_tiles(rows, cols, warps))
 
 
 def mma_matmuls(bg: BlockGraph) -> dict[int, MmaTiling]:

@@ -78,9 +78,11 @@ def test_codegen_prints_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
 def test_codegen_flags_turn_the_options_off(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["codegen", "fused:gqa"]) == 0
     default = capsys.readouterr().out
-    assert main(["codegen", "fused:gqa", "--no-tensor-cores", "--no-padding", "--no-prefetch", "--no-split"]) == 0
+    assert main(["codegen", "fused:gqa", "--no-tensor-cores", "--no-padding", "--no-prefetch", "--no-split",
+                 "--no-async-copies"]) == 0
     plain = capsys.readouterr().out
-    assert "wmma::mma_sync" in default and "* 72 +" in default  # tensor cores, padded 64-wide Q rows
+    assert "mirage_mma(c[j], fa, fb);" in default and "* 72 +" in default  # tensor cores, padded 64-wide Q rows
+    assert "s1_ring" in default  # K's tiles copied ahead
     assert plain == ml.generate_cuda(ml.bench.fused.FUSED["gqa"](1), ml.codegen.PLAIN)
 
 

@@ -7,6 +7,7 @@ least one of them. The broken-source tests prove the check can fail.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,14 +69,17 @@ def test_os_thread_schedule_matches_interpreter() -> None:
 
 
 @pytest.mark.parametrize("name", ["rmsnorm", "gated_mlp"])
-def test_prefetch_is_used_and_the_plain_loop_still_matches(name: str) -> None:
-    """The F > 1 graphs prefetch their loop tiles by default; the plain loops (the ablation) compute the same."""
+def test_the_pipeline_is_used_and_the_plain_loop_still_matches(name: str) -> None:
+    """The F > 1 graphs copy their loop tiles asynchronously, iterations ahead, into rings; the plain loops (the
+    ablation: synchronous copies, scalar matmuls) compute the same."""
     graph, _, _ = _case(name, None)
     plain = ml.generate_cuda(graph, PLAIN)
-    assert " pf0[" in ml.generate_cuda(graph) and " pf0[" not in plain and "atomicAdd(&" not in plain
-    assert "wmma" not in plain and "__syncwarp" not in plain
+    default = ml.generate_cuda(graph)
+    assert "s1_ring" in default and "mirage_cp_async<16>(" in default and "mirage_mma(c[j], fa, fb);" in default
+    assert "_ring" not in plain and "mirage_cp_async<" not in plain.split('extern "C"')[1]
+    assert "atomicAdd(&" not in plain and "mirage_mma(" not in plain.split('extern "C"')[1]
     assert worst_error(_errors(name, source=plain, options=PLAIN)) < FP16_TOL
-    assert worst_error(_errors(name, schedule="threads")) < FP16_TOL  # prefetch under OS threads too
+    assert worst_error(_errors(name, schedule="threads")) < FP16_TOL  # the pipeline under OS threads too
 
 
 # --------------------------------------------------------------------------- the check can fail
@@ -106,24 +110,61 @@ def test_missing_barrier_is_caught(schedule: str) -> None:
     assert not worst_error(_errors("lora", source=bad, schedule=schedule)) < FP16_TOL
 
 
-@pytest.mark.parametrize("schedule", ["forward", "reverse"])
-def test_prefetching_the_wrong_iteration_is_caught(schedule: str) -> None:
+def _rmsnorm_ring() -> tuple[str, int]:
+    """Fused RMSNorm bs1's source and its ring's depth (the number of copies of each loop tile)."""
     graph, _, _ = _case("rmsnorm", None)
     src = ml.generate_cuda(graph)
-    bad = _broken(src, "(long long)(i + 1) * 786432", "(long long)i * 786432")  # W's tile of this iteration again
+    depth = int(re.search(r"s1_ring \+ \(i % (\d+)\)", src).group(1))  # type: ignore[union-attr]
+    assert depth >= 3, "W's 6 KB tiles need several iterations in flight"
+    return src, depth
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse"])
+def test_copying_the_wrong_iteration_is_caught(schedule: str) -> None:
+    src, depth = _rmsnorm_ring()
+    ahead = f"(long long)(i + {depth - 1}) * 786432"  # W's tile, stages − 1 iterations ahead
+    bad = _broken(src, ahead, f"(long long)(i + {depth - 2}) * 786432")
     assert not worst_error(_errors("rmsnorm", source=bad, schedule=schedule)) < FP16_TOL
 
 
-def test_split_sums_are_used_and_a_lost_partial_is_caught() -> None:
-    """Fused RMSNorm bs1 has 48 matmul outputs (6 strips of 8 columns, one per thread) and 2 row sums for 128
-    threads: both sums are split over the idle threads, whose partial sums warp shuffles combine. Without the
-    shuffles only the first lane's partial is added, and the check sees it."""
-    graph, _, _ = _case("rmsnorm", None)
-    src = ml.generate_cuda(graph)
-    assert "float sum[8]" in src and "the K sum split over 16 threads" in src  # 128 // 6, to a power of two
-    assert "the row sum split over 64 threads" in src
-    bad = _broken(src, "mirage_warp_sum<8, 16>(sum);", "")
+def test_waiting_for_too_few_copies_is_caught() -> None:
+    """Waiting while one group too many is still in flight reads each tile before it lands (poison: NaN), and
+    leaves the last group in flight at the end: the emulation stops at the latter."""
+    src, depth = _rmsnorm_ring()
+    bad = _broken(src, f"mirage_cp_async_wait<{depth - 2}>();", f"mirage_cp_async_wait<{depth - 1}>();")
+    with pytest.raises(EmulationError, match=r"cp\.async copies still in flight"):
+        _errors("rmsnorm", source=bad)
+
+
+def test_refilling_the_slot_being_read_is_caught() -> None:
+    """The copy ahead must go into the slot the last iteration read, not the one this iteration reads."""
+    src, depth = _rmsnorm_ring()
+    bad = _broken(src, f"(s1_ring + ((i + {depth - 1}) % {depth}) * ", f"(s1_ring + (i % {depth}) * ")
     assert not worst_error(_errors("rmsnorm", source=bad)) < FP16_TOL
+
+
+def test_a_copy_never_waited_for_is_an_error() -> None:
+    """Copies past the last iteration are never waited for: the emulation names them instead of finishing."""
+    graph, ins, _ = _case("rmsnorm", None)
+    src, depth = _rmsnorm_ring()
+    bad = _broken(src, f"if (i + {depth - 1} < 32)", f"if (i + {depth - 1} < 33)")
+    with pytest.raises(EmulationError, match=r"cp\.async copies still in flight"):
+        run_cuda_on_cpu(graph, ins, source=bad)
+
+
+def test_split_sums_are_used_and_a_lost_partial_is_caught() -> None:
+    """Fused RMSNorm bs1 has 2 row sums for 128 threads, split over the idle threads, whose partial sums warp
+    shuffles combine; on CUDA cores its 48 matmul outputs (6 strips of 8 columns) split their K sums too. Without
+    the shuffles only the first lane's partial is added, and the check sees it."""
+    src, _ = _rmsnorm_ring()
+    assert "the row sum split over 64 threads" in src
+    bad = _broken(src, "mirage_warp_sum<1, 32>(c);", "")
+    assert not worst_error(_errors("rmsnorm", source=bad)) < FP16_TOL
+    graph, _, _ = _case("rmsnorm", None)
+    scalar = ml.generate_cuda(graph, tensor_cores=False)
+    assert "float sum[8]" in scalar and "the K sum split over 16 threads" in scalar  # 128 // 6, to a power of two
+    bad = _broken(scalar, "mirage_warp_sum<8, 16>(sum);", "")
+    assert not worst_error(_errors("rmsnorm", source=bad, tensor_cores=False)) < FP16_TOL
 
 
 def test_split_sums_are_deterministic() -> None:
@@ -136,26 +177,26 @@ def test_split_sums_are_deterministic() -> None:
 
 
 @pytest.mark.parametrize("schedule", ["forward", "reverse"])
-def test_tensor_cores_are_used_and_a_missing_syncwarp_is_caught(schedule: str) -> None:
-    """A lane reads the staging tile that all the warp's lanes stored; without the __syncwarp the emulation,
-    whose lanes each store only their own share of it, reads unwritten (NaN) shared memory."""
+def test_tensor_cores_are_used_and_a_wrong_fragment_layout_is_caught(schedule: str) -> None:
+    """Lane l holds rows l/4 and l/4 + 8 of its tile; reading c[2], c[3] as the first row's is caught."""
     _, src, _ = _lora_source()
-    assert src.count("wmma::mma_sync(c, a, b, c);") == 3
-    bad = _broken(src, "__syncwarp();  // the lanes read what all of them stored", "")
+    assert src.count("mirage_mma(c[j], fa, fb);") == 3
+    bad = _broken(src, "const int row = tm + lane / 4 + e / 2 * 8;", "const int row = tm + lane / 4 + e % 2 * 8;")
     assert not worst_error(_errors("lora", source=bad, schedule=schedule)) < FP16_TOL
 
 
-def test_overwriting_the_stage_too_soon_is_caught() -> None:
-    """LoRA at batch 8 has 32 output tiles for 4 warps: a warp's next tile must wait until its lanes have read
-    the last one from the stage."""
-    graph = FUSED["lora"](8)
-    ins = [a.astype(np.float16) for a in random_inputs(graph, seed=5)]
+def test_small_m_runs_on_tensor_cores_and_its_padding_rows_are_dropped() -> None:
+    """RMSNorm bs1's 2-row tile is padded to 16 rows in registers; the products of the padding rows must not be
+    stored: here the third row's would land in the row sums' accumulator, which W (scaled up) makes visible."""
+    graph, (x, w), _ = _case("rmsnorm", None)
+    ins = [x, (w.astype(np.float32) * 10).astype(np.float16)]
     want = ml.interpret(graph, [a.astype(np.float64) for a in ins])
-    src = ml.generate_cuda(graph)
+    src, _ = _rmsnorm_ring()
+    assert "mirage_load_a(fa, &s0[tm * 136 + kk], 136, 2 - tm);" in src
     good = run_cuda_on_cpu(graph, ins, source=src)
     assert relative_error(good[0].astype(np.float64), want[0]) < FP16_TOL
-    bad = _broken(src, "__syncwarp();  // read before the next tile overwrites the stage", "")
-    assert not relative_error(run_cuda_on_cpu(graph, ins, source=bad)[0].astype(np.float64), want[0]) < FP16_TOL
+    bad = run_cuda_on_cpu(graph, ins, source=_broken(src, "if (row < 2) {", "if (row < 3) {"))
+    assert not relative_error(bad[0].astype(np.float64), want[0]) < FP16_TOL
 
 
 @pytest.mark.parametrize("flag", ["tensor_cores", "padding"])
@@ -170,36 +211,44 @@ def test_a_wrong_pitch_is_caught() -> None:
     """LoRA's X tile is padded from 256 to 264 halves a row; a fragment load that strides 256 reads the wrong
     rows."""
     _, src, _ = _lora_source()
-    bad = _broken(src, "load_matrix_sync(a, &s0[tm * 264 + kk], 264);", "load_matrix_sync(a, &s0[tm * 264 + kk], 256);")
+    bad = _broken(src, "mirage_load_a(fa, &s0[tm * 264 + kk], 264, 16);",
+                  "mirage_load_a(fa, &s0[tm * 264 + kk], 256, 16);")
     assert not worst_error(_errors("lora", source=bad)) < FP16_TOL
 
 
-def test_misaligned_wmma_load_is_an_error() -> None:
+def test_misaligned_ldmatrix_is_an_error() -> None:
     graph, src, ins = _lora_source()
-    # A's fragment pointer 8 halves (16 bytes) off the 32-byte alignment wmma needs
-    bad = _broken(src, "load_matrix_sync(a, &s0[tm * 264 + kk]", "load_matrix_sync(a, &s0[tm * 264 + kk + 8]")
-    with pytest.raises(EmulationError, match="misaligned wmma load"):
+    # A's fragment rows 4 halves (8 bytes) off the 16-byte alignment ldmatrix needs
+    bad = _broken(src, "mirage_load_a(fa, &s0[tm * 264 + kk]", "mirage_load_a(fa, &s0[tm * 264 + kk + 4]")
+    with pytest.raises(EmulationError, match="misaligned ldmatrix row"):
         run_cuda_on_cpu(graph, ins, source=bad)
 
 
 def test_shared_memory_overrun_is_an_error() -> None:
     graph, src, ins = _lora_source()
-    # s5, the last 752 B of the 74992 B plan, moved up by 32 B (it is a wmma operand: 32-byte aligned)
-    bad = _broken(src, "(smem + 74240)", "(smem + 74272)")
+    # s6, the last 2048 B of the 68784 B plan, moved up by 16 B
+    bad = _broken(src, "(smem + 66736)", "(smem + 66752)")
     with pytest.raises(EmulationError, match=r"mirage_k4: write past the planned shared memory \(block"):
         run_cuda_on_cpu(graph, ins, source=bad)
 
 
 def test_misaligned_vector_access_is_an_error() -> None:
     graph, src, ins = _lora_source()
-    bad = _broken(src, "reinterpret_cast<const uint4*>(&in1[base + ", "reinterpret_cast<const uint4*>(&in1[base + 1 + ")
+    bad = _broken(src, "reinterpret_cast<uint4*>(&out0[base + ", "reinterpret_cast<uint4*>(&out0[base + 1 + ")
     with pytest.raises(EmulationError, match="misaligned 16-byte vector access"):
+        run_cuda_on_cpu(graph, ins, source=bad)
+
+
+def test_misaligned_async_copy_is_an_error() -> None:
+    graph, src, ins = _lora_source()
+    bad = _broken(src, "&in1[base + (idx / 64) * 4096 + idx % 64]", "&in1[base + 1 + (idx / 64) * 4096 + idx % 64]")
+    with pytest.raises(EmulationError, match=r"misaligned cp\.async"):
         run_cuda_on_cpu(graph, ins, source=bad)
 
 
 def test_compile_failure_names_the_kernel_and_shows_the_log() -> None:
     graph, src, ins = _lora_source()
-    bad = _broken(src, "wmma::fill_fragment(c, 0.f);", "wmma::fill_fragment(c, undeclared_thing);")
+    bad = _broken(src, "float c[2][4] = {};", "float c[2][4] = {undeclared_thing};")
     with pytest.raises(CompileError, match=r"(?s)g\+\+ failed .* kernel mirage_k4 .*undeclared_thing"):
         run_cuda_on_cpu(graph, ins, source=bad)
 

@@ -29,7 +29,7 @@ from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.optimize.layout import CHUNK
 from mirage_lab.optimize.memory import ALIGN, plan_shared_memory
 from mirage_lab.optimize.schedule import schedule_block_graph
-from mirage_lab.optimize.tensor_cores import MMA_ALIGN, mma_matmuls
+from mirage_lab.optimize.tensor_cores import mma_matmuls
 from tests.codegen.graphs import snapshot_graphs
 
 PHI = -1
@@ -93,10 +93,8 @@ def test_rms_norm_adds_an_internal_barrier() -> None:
 @pytest.mark.parametrize(("name", "bg"), _block_graphs(), ids=lambda v: v if isinstance(v, str) else "")
 def test_smem_plan_is_aligned_disjoint_and_below_naive(name: str, bg: BlockGraph) -> None:
     kp = plan_kernel(bg, CodegenOptions())
-    mma, plan = kp.mma, kp.smem
-    assert all(off % ALIGN == 0 for off in plan.offsets.values())
-    wide = [f"s{t}" for tiling in mma.values() for t in tiling.operands] + [f"mma{k}" for k in mma]
-    assert all(plan.offsets[key] % MMA_ALIGN == 0 for key in wide)  # wmma pointers: 256-bit aligned
+    plan = kp.smem
+    assert all(off % ALIGN == 0 for off in plan.offsets.values())  # ldmatrix rows, cp.async, 128-bit vectors
     for a, b in itertools.combinations(plan.buffers, 2):
         if a.overlaps(b):  # live at the same time: byte ranges must not meet
             lo_a, lo_b = plan.offsets[a.key], plan.offsets[b.key]
@@ -157,24 +155,24 @@ def test_library_ops_are_listed() -> None:
 
 
 def test_tensor_core_matmuls() -> None:
-    """The fp16 tiles that fit a wmma shape run on tensor cores, with a staging tile per warp; the others not."""
+    """Every fp16 matmul whose columns are whole 8-column tiles and K whole 16s runs on mma.sync, small M
+    included (padded to 16 rows); a warp task shares its A fragment over up to 4 column tiles while every warp
+    still has a task."""
     lora = FUSED["lora"](8).block_graphs[0]
     tilings = mma_matmuls(lora)
-    assert {k: (t.rows, t.cols, t.shape, t.tiles) for k, t in tilings.items()} == {
-        4: (128, 64, (16, 16), 32), 5: (128, 16, (16, 16), 8), 6: (128, 64, (16, 16), 32)}
-    assert tilings[4].staging_bytes == 4 * 1024  # four warps, one fp32 16×16 tile each
+    assert {k: (t.rows, t.cols, t.n_tiles, t.tasks) for k, t in tilings.items()} == {
+        4: (128, 64, 4, 16), 5: (128, 16, 2, 8), 6: (128, 64, 4, 16)}
     gated = mma_matmuls(FUSED["gated_mlp"](1).block_graphs[0])
-    assert {t.shape for t in gated.values()} == {(8, 32)}  # 8 rows: the 8×32×16 shape
-    assert not mma_matmuls(FUSED["rmsnorm"](1).block_graphs[0])  # (2, 128)·(128, 24): no shape fits
-    plain = plan_shared_memory(lora, schedule_block_graph(lora))
-    assert not any(b.key.startswith("mma") for b in plain.buffers)
+    assert {(t.rows, t.cols, t.n_tiles, t.padded_rows) for t in gated.values()} == {(8, 32, 1, True)}
+    (rms,) = mma_matmuls(FUSED["rmsnorm"](1).block_graphs[0]).values()  # (2, 128)·(128, 24)
+    assert (rms.rows, rms.tasks, rms.padded_rows) == (2, 3, True)
     src = ml.generate_cuda(FUSED["lora"](8))
-    assert src.count("wmma::mma_sync(c, a, b, c);") == 3 and "#include <mma.h>" in src
-    assert "wmma" not in ml.generate_cuda(FUSED["lora"](8), tensor_cores=False)
+    assert src.count("mirage_mma(c[j], fa, fb);") == 3
+    assert "mirage_mma(" not in ml.generate_cuda(FUSED["lora"](8), tensor_cores=False).split('extern "C"')[1]
 
 
 def test_padding_gives_row_walked_tiles_an_odd_number_of_chunks() -> None:
-    """Tiles read across rows (wmma operands, row sums) get one 16-byte chunk per row where their rows would
+    """Tiles read across rows (tensor-core operands, row sums) get one 16-byte chunk per row where their rows would
     otherwise meet the same banks; tiles read element by element, and single rows, stay dense."""
     bg = FUSED["gqa"](1).block_graphs[0]
     layouts = plan_kernel(bg, CodegenOptions()).layouts
@@ -198,8 +196,8 @@ def test_padding_is_dropped_where_it_would_not_fit() -> None:
 
 def test_padded_source_addresses_rows_by_pitch() -> None:
     src = ml.generate_cuda(FUSED["gqa"](1))
-    assert "wmma::load_matrix_sync(a, &s0[tm * 72 + kk], 72);" in src  # ldm is the padded pitch
-    assert "wmma::load_matrix_sync(b, &s1[kk * 136 + tn], 136);" in src
+    assert "mirage_load_a(fa, &s0[tm * 72 + kk], 72, 16);" in src  # the fragment rows step by the padded pitch
+    assert "mirage_load_b(fb, &s1[kk * 136 + tn + j * 8], 136);" in src
     assert "idx / 64 * 72 + idx % 64" in src  # an element-wise access maps the flat index through the layout
     assert "* 72" not in ml.generate_cuda(FUSED["gqa"](1), padding=False)
 

@@ -18,12 +18,50 @@ template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&
   }
 }
 #endif
+#ifndef MIRAGE_LAB_ASYNC_COPY  // sm_80+: global -> shared without registers (LDGSTS)
+#define MIRAGE_LAB_ASYNC_COPY
+// B bytes (16: bypassing L1, .cg; 8 or 4: .ca) from global memory to shared memory, in this thread's open group
+template <int B> __device__ __forceinline__ void mirage_cp_async(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if (B == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(s), "l"(gmem), "n"(B) : "memory");
+}
+__device__ __forceinline__ void mirage_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// wait until at most N of this thread's committed groups are still in flight
+template <int N> __device__ __forceinline__ void mirage_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+#endif
+#ifndef MIRAGE_LAB_MMA  // sm_80+: mma.sync.m16n8k16, fp16 in, fp32 accumulators
+#define MIRAGE_LAB_MMA
+struct mirage_frag_a { unsigned x[4]; };
+struct mirage_frag_b { unsigned x[2]; };
+// A's 16x16 fragment at a (row pitch lda halves); rows from `rows` on read row rows - 1 (small M, padded)
+__device__ __forceinline__ void mirage_load_a(mirage_frag_a& f, const __half* a, int lda, int rows) {
+  const int lane = threadIdx.x % 32, r = lane % 16 < rows ? lane % 16 : rows - 1;
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(a + r * lda + lane / 16 * 8));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]) : "r"(s));
+}
+// B's 16x8 fragment at b (row-major K x N, row pitch ldb halves), transposed into mma's column layout
+__device__ __forceinline__ void mirage_load_b(mirage_frag_b& f, const __half* b, int ldb) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(b + (threadIdx.x % 16) * ldb));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(f.x[0]), "=r"(f.x[1]) : "r"(s));
+}
+// c += a * b; lane l holds c at rows l/4 (c[0], c[1]) and l/4 + 8 (c[2], c[3]), columns 2*(l%4) and the next
+__device__ __forceinline__ void mirage_mma(float (&c)[4], const mirage_frag_a& a, const mirage_frag_b& b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,
     __half* __restrict__ out0) {
   // grid (8, 1, 1), 128 threads, F = 1, 24608 B shared (first-fit; 40992 B without reuse), 4 barriers
-  extern __shared__ __align__(32) char smem[];
+  extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 16384);
   __half* s1 = reinterpret_cast<__half*>(smem + 16384);
   __half* s2 = reinterpret_cast<__half*>(smem + 24592);
@@ -35,9 +73,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const long long base = (long long)blockIdx.x * 4096;
     for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + idx]);
     }
   }
+  mirage_cp_async_commit();
+  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
   for (int idx = threadIdx.x; idx < 4096; idx += 128) {
     acc1[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -98,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
   // grid (2, 8, 1), 128 threads, F = 1, 16384 B shared (first-fit; 20480 B without reuse), 3 barriers
-  extern __shared__ __align__(32) char smem[];
+  extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 8192);
   __half* s1 = reinterpret_cast<__half*>(smem + 12288);
   __half* s3 = reinterpret_cast<__half*>(smem + 8192);
@@ -108,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
     const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
     for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + idx]);
     }
   }
   // s1 = input()  // hoisted: the same tile every iteration
@@ -116,9 +156,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
     const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
     for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + idx]);
+      mirage_cp_async<16>(&s1[idx], &in1[base + idx]);
     }
   }
+  mirage_cp_async_commit();
+  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
   for (int idx = threadIdx.x; idx < 2048; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -152,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k5(
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
   // grid (2, 8, 1), 128 threads, F = 1, 16384 B shared (first-fit; 20480 B without reuse), 3 barriers
-  extern __shared__ __align__(32) char smem[];
+  extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 8192);
   __half* s1 = reinterpret_cast<__half*>(smem + 12288);
   __half* s3 = reinterpret_cast<__half*>(smem + 8192);
@@ -162,7 +204,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k5(
     const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
     for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + idx]);
     }
   }
   // s1 = input()  // hoisted: the same tile every iteration
@@ -170,9 +212,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k5(
     const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
     for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + idx]);
+      mirage_cp_async<16>(&s1[idx], &in1[base + idx]);
     }
   }
+  mirage_cp_async_commit();
+  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
   for (int idx = threadIdx.x; idx < 2048; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -206,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k6(
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
   // grid (2, 8, 1), 128 threads, F = 1, 16384 B shared (first-fit; 20480 B without reuse), 3 barriers
-  extern __shared__ __align__(32) char smem[];
+  extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 8192);
   __half* s1 = reinterpret_cast<__half*>(smem + 12288);
   __half* s3 = reinterpret_cast<__half*>(smem + 8192);
@@ -216,7 +260,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k6(
     const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
     for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + idx]);
     }
   }
   // s1 = input()  // hoisted: the same tile every iteration
@@ -224,9 +268,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k6(
     const long long base = (long long)blockIdx.y * 4096 + (long long)blockIdx.x * 2048;
     for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s1[idx]) = *reinterpret_cast<const uint4*>(&in1[base + idx]);
+      mirage_cp_async<16>(&s1[idx], &in1[base + idx]);
     }
   }
+  mirage_cp_async_commit();
+  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
   for (int idx = threadIdx.x; idx < 2048; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -259,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k7(
     const __half* __restrict__ in0,
     __half* __restrict__ out0) {
   // grid (8, 1, 1), 128 threads, F = 1, 24608 B shared (first-fit; 40992 B without reuse), 4 barriers
-  extern __shared__ __align__(32) char smem[];
+  extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 16384);
   __half* s1 = reinterpret_cast<__half*>(smem + 16384);
   __half* s2 = reinterpret_cast<__half*>(smem + 24592);
@@ -271,9 +317,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k7(
     const long long base = (long long)blockIdx.x * 4096;
     for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + idx]);
     }
   }
+  mirage_cp_async_commit();
+  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
   for (int idx = threadIdx.x; idx < 4096; idx += 128) {
     acc1[idx] = 0.f;  // each thread updates the elements it zeroes
   }

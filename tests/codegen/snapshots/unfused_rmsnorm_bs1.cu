@@ -18,12 +18,50 @@ template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&
   }
 }
 #endif
+#ifndef MIRAGE_LAB_ASYNC_COPY  // sm_80+: global -> shared without registers (LDGSTS)
+#define MIRAGE_LAB_ASYNC_COPY
+// B bytes (16: bypassing L1, .cg; 8 or 4: .ca) from global memory to shared memory, in this thread's open group
+template <int B> __device__ __forceinline__ void mirage_cp_async(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if (B == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(s), "l"(gmem), "n"(B) : "memory");
+}
+__device__ __forceinline__ void mirage_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// wait until at most N of this thread's committed groups are still in flight
+template <int N> __device__ __forceinline__ void mirage_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+#endif
+#ifndef MIRAGE_LAB_MMA  // sm_80+: mma.sync.m16n8k16, fp16 in, fp32 accumulators
+#define MIRAGE_LAB_MMA
+struct mirage_frag_a { unsigned x[4]; };
+struct mirage_frag_b { unsigned x[2]; };
+// A's 16x16 fragment at a (row pitch lda halves); rows from `rows` on read row rows - 1 (small M, padded)
+__device__ __forceinline__ void mirage_load_a(mirage_frag_a& f, const __half* a, int lda, int rows) {
+  const int lane = threadIdx.x % 32, r = lane % 16 < rows ? lane % 16 : rows - 1;
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(a + r * lda + lane / 16 * 8));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]) : "r"(s));
+}
+// B's 16x8 fragment at b (row-major K x N, row pitch ldb halves), transposed into mma's column layout
+__device__ __forceinline__ void mirage_load_b(mirage_frag_b& f, const __half* b, int ldb) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(b + (threadIdx.x % 16) * ldb));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(f.x[0]), "=r"(f.x[1]) : "r"(s));
+}
+// c += a * b; lane l holds c at rows l/4 (c[0], c[1]) and l/4 + 8 (c[2], c[3]), columns 2*(l%4) and the next
+__device__ __forceinline__ void mirage_mma(float (&c)[4], const mirage_frag_a& a, const mirage_frag_b& b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     const __half* __restrict__ in0,
     __half* __restrict__ out0) {
   // grid (2, 1, 1), 128 threads, F = 1, 24608 B shared (first-fit; 40992 B without reuse), 4 barriers
-  extern __shared__ __align__(32) char smem[];
+  extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 16384);
   __half* s1 = reinterpret_cast<__half*>(smem + 16384);
   __half* s2 = reinterpret_cast<__half*>(smem + 24592);
@@ -35,9 +73,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     const long long base = (long long)blockIdx.x * 4096;
     for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&s0[idx]) = *reinterpret_cast<const uint4*>(&in0[base + idx]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + idx]);
     }
   }
+  mirage_cp_async_commit();
+  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
   for (int idx = threadIdx.x; idx < 4096; idx += 128) {
     acc1[idx] = 0.f;  // each thread updates the elements it zeroes
   }
@@ -97,117 +137,152 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
-  // grid (128, 1, 1), 128 threads, F = 64, 6800 B shared (first-fit; 6992 B without reuse), 3 barriers
-  extern __shared__ __align__(32) char smem[];
-  __half* s0 = reinterpret_cast<__half*>(smem + 6528);
-  __half* s1 = reinterpret_cast<__half*>(smem + 0);
+  // grid (128, 1, 1), 128 threads, F = 64, 44928 B shared (first-fit; 45120 B without reuse), 3 barriers, loop tiles copied 5 iteration(s) ahead
+  extern __shared__ __align__(16) char smem[];
+  __half* s0_ring = reinterpret_cast<__half*>(smem + 42912);
+  __half* s1_ring = reinterpret_cast<__half*>(smem + 0);
   __half* s3 = reinterpret_cast<__half*>(smem + 0);
-  float* acc3 = reinterpret_cast<float*>(smem + 6144);
-  uint4 pf0[1];  // s0's next tile
-  // s0 = input()  // iteration 0, into registers
+  float* acc3 = reinterpret_cast<float*>(smem + 44544);
+  // s0 = input()  // iteration 0, into ring slot 0
   {
     const long long base = (long long)0 * 64;
-    #pragma unroll
-    for (int r = 0; r < 1; ++r) {
-      const int c = threadIdx.x + r * 128;
-      if (c < 16) {
-        const int idx = c * 8;
-        pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 4096 + idx % 64]);
-      }
+    for (int c = threadIdx.x; c < 16; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s0_ring + (0) * 136)[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 4096 + idx % 64]);
     }
   }
-  uint4 pf1[4];  // s1's next tile
-  // s1 = input()  // iteration 0, into registers
+  // s1 = input()  // iteration 0, into ring slot 0
   {
     const long long base = (long long)0 * 393216 + (long long)blockIdx.x * 48;
     const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int row = row0 + r * 21;
-      if (row0 < 21 && row < 64) {
-        pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + row * 6144 + col * 8]);
-      }
+    if (row0 < 21) for (int row = row0; row < 64; row += 21) {
+      mirage_cp_async<16>(&(s1_ring + (0) * 3576)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
     }
   }
+  mirage_cp_async_commit();  // group 0: iteration 0's tiles
+  // s0 = input()  // iteration 1, into ring slot 1
+  {
+    const long long base = (long long)1 * 64;
+    for (int c = threadIdx.x; c < 16; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s0_ring + (1) * 136)[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 4096 + idx % 64]);
+    }
+  }
+  // s1 = input()  // iteration 1, into ring slot 1
+  {
+    const long long base = (long long)1 * 393216 + (long long)blockIdx.x * 48;
+    const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+    if (row0 < 21) for (int row = row0; row < 64; row += 21) {
+      mirage_cp_async<16>(&(s1_ring + (1) * 3576)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
+    }
+  }
+  mirage_cp_async_commit();  // group 1: iteration 1's tiles
+  // s0 = input()  // iteration 2, into ring slot 2
+  {
+    const long long base = (long long)2 * 64;
+    for (int c = threadIdx.x; c < 16; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s0_ring + (2) * 136)[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 4096 + idx % 64]);
+    }
+  }
+  // s1 = input()  // iteration 2, into ring slot 2
+  {
+    const long long base = (long long)2 * 393216 + (long long)blockIdx.x * 48;
+    const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+    if (row0 < 21) for (int row = row0; row < 64; row += 21) {
+      mirage_cp_async<16>(&(s1_ring + (2) * 3576)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
+    }
+  }
+  mirage_cp_async_commit();  // group 2: iteration 2's tiles
+  // s0 = input()  // iteration 3, into ring slot 3
+  {
+    const long long base = (long long)3 * 64;
+    for (int c = threadIdx.x; c < 16; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s0_ring + (3) * 136)[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 4096 + idx % 64]);
+    }
+  }
+  // s1 = input()  // iteration 3, into ring slot 3
+  {
+    const long long base = (long long)3 * 393216 + (long long)blockIdx.x * 48;
+    const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+    if (row0 < 21) for (int row = row0; row < 64; row += 21) {
+      mirage_cp_async<16>(&(s1_ring + (3) * 3576)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
+    }
+  }
+  mirage_cp_async_commit();  // group 3: iteration 3's tiles
+  // s0 = input()  // iteration 4, into ring slot 4
+  {
+    const long long base = (long long)4 * 64;
+    for (int c = threadIdx.x; c < 16; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s0_ring + (4) * 136)[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 4096 + idx % 64]);
+    }
+  }
+  // s1 = input()  // iteration 4, into ring slot 4
+  {
+    const long long base = (long long)4 * 393216 + (long long)blockIdx.x * 48;
+    const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+    if (row0 < 21) for (int row = row0; row < 64; row += 21) {
+      mirage_cp_async<16>(&(s1_ring + (4) * 3576)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
+    }
+  }
+  mirage_cp_async_commit();  // group 4: iteration 4's tiles
   for (int idx = threadIdx.x; idx < 96; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   for (int i = 0; i < 64; ++i) {
-    // s0 = input()  // from the registers prefetched last iteration
-    {
-      #pragma unroll
-      for (int r = 0; r < 1; ++r) {
-        const int c = threadIdx.x + r * 128;
-        if (c < 16) {
-          const int idx = c * 8;
-          *reinterpret_cast<uint4*>(&s0[idx / 64 * 72 + idx % 64]) = pf0[r];
-        }
-      }
-    }
-    // s1 = input()  // from the registers prefetched last iteration
-    {
-      const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
-      #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int row = row0 + r * 21;
-        if (row0 < 21 && row < 64) {
-          *reinterpret_cast<uint4*>(&s1[row * 48 + col * 8]) = pf1[r];
-        }
-      }
-    }
+    mirage_cp_async_wait<4>();  // this thread's copies of iteration i have landed
+    __half* const s0 = s0_ring + (i % 6) * 136;
+    __half* const s1 = s1_ring + (i % 6) * 3576;
     __syncthreads();  // next stage reads this one
-    if (i + 1 < 64) {
-      // s0 = input()  // iteration i + 1, in flight during this one
+    if (i + 5 < 64) {
+      // s0 = input()  // iteration i + 5, into the slot iteration i - 1 read
       {
-        const long long base = (long long)(i + 1) * 64;
-        #pragma unroll
-        for (int r = 0; r < 1; ++r) {
-          const int c = threadIdx.x + r * 128;
-          if (c < 16) {
-            const int idx = c * 8;
-            pf0[r] = *reinterpret_cast<const uint4*>(&in0[base + (idx / 64) * 4096 + idx % 64]);
-          }
+        const long long base = (long long)(i + 5) * 64;
+        for (int c = threadIdx.x; c < 16; c += 128) {
+          const int idx = c * 8;
+          mirage_cp_async<16>(&(s0_ring + ((i + 5) % 6) * 136)[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 4096 + idx % 64]);
         }
       }
-      // s1 = input()  // iteration i + 1, in flight during this one
+      // s1 = input()  // iteration i + 5, into the slot iteration i - 1 read
       {
-        const long long base = (long long)(i + 1) * 393216 + (long long)blockIdx.x * 48;
+        const long long base = (long long)(i + 5) * 393216 + (long long)blockIdx.x * 48;
         const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
-        #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int row = row0 + r * 21;
-          if (row0 < 21 && row < 64) {
-            pf1[r] = *reinterpret_cast<const uint4*>(&in1[base + row * 6144 + col * 8]);
-          }
+        if (row0 < 21) for (int row = row0; row < 64; row += 21) {
+          mirage_cp_async<16>(&(s1_ring + ((i + 5) % 6) * 3576)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
         }
       }
     }
+    mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s2 = matmul(s0, s1)
     {
-      {
-        const int t = threadIdx.x;
-        const int strip = t / 8, part = t % 8;  // consecutive threads: consecutive terms
-        const int m = strip / 6, n0 = strip % 6 * 8;
-        float sum[8] = {};
-        if (t < 96) {
-          for (int kk = part; kk < 64; kk += 8) {
-            const float x = __half2float(s0[m * 72 + kk]);
-            const uint4 y = *reinterpret_cast<const uint4*>(&s1[kk * 48 + n0]);
-            const __half2* h = reinterpret_cast<const __half2*>(&y);
-            #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const float2 f = __half22float2(h[j]);
-              sum[2 * j] += x * f.x;
-              sum[2 * j + 1] += x * f.y;
-            }
+      // 6 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
+      for (int task = threadIdx.x / 32; task < 6; task += 4) {
+        const int tm = task / 6 * 16, tn = task % 6 * 8;
+        float c[1][4] = {};
+        #pragma unroll 2
+        for (int kk = 0; kk < 64; kk += 16) {
+          mirage_frag_a fa;
+          mirage_load_a(fa, &s0[tm * 72 + kk], 72, 2 - tm);
+          #pragma unroll
+          for (int j = 0; j < 1; ++j) {
+            mirage_frag_b fb;
+            mirage_load_b(fb, &s1[kk * 56 + tn + j * 8], 56);
+            mirage_mma(c[j], fa, fb);
           }
         }
-        mirage_warp_sum<8, 8>(sum);  // the partial sums of 8 lanes, in registers
-        if (part == 0 && t < 96) {
+        const int lane = threadIdx.x % 32;
+        #pragma unroll
+        for (int j = 0; j < 1; ++j) {
           #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int idx = m * 48 + n0 + j;
-            acc3[idx] += sum[j];  // accum_no_red; the K sum split over 8 threads
+          for (int e = 0; e < 4; ++e) {
+            const int row = tm + lane / 4 + e / 2 * 8;
+            const int idx = row * 48 + tn + j * 8 + lane % 4 * 2 + e % 2;
+            if (row < 2) {
+              float v = c[j][e];
+              acc3[idx] += v;  // accum_no_red
+            }
           }
         }
       }
