@@ -25,8 +25,8 @@ def generate_cuda(graph: KernelGraph | KernelGraphBuilder, options: CodegenOptio
     those to CuPy and generates only the custom kernels), in node order. ``options`` (or keyword flags):
     ``async_copies`` copies tiles with cp.async, and ``prefetch`` copies loop tiles iterations ahead in a ring;
     ``split_sums`` spreads sums with few outputs over the idle threads; ``tensor_cores`` runs the fp16 matmuls that
-    qualify on mma.sync; ``padding`` pads the rows of tiles read across rows (see the module docstring). ``PLAIN``, all off: the plain loops.
-    Inputs declared with strides are read in that layout."""
+    qualify on mma.sync; ``padding`` pads the rows of tiles read across rows (see the module docstring).
+    ``PLAIN``, all off: the plain loops. Inputs declared with strides are read in that layout."""
     opts = codegen_options(options, flags)
     graph = prepare(graph, library_calls)
     strides = input_strides(graph)
