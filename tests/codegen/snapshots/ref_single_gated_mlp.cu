@@ -46,7 +46,8 @@ __device__ __forceinline__ void mirage_load_a(mirage_frag_a& f, const __half* a,
 // B's 16x8 fragment at b (row-major K x N, row pitch ldb halves), transposed into mma's column layout
 __device__ __forceinline__ void mirage_load_b(mirage_frag_b& f, const __half* b, int ldb) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(b + (threadIdx.x % 16) * ldb));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(f.x[0]), "=r"(f.x[1]) : "r"(s));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(f.x[0]), "=r"(f.x[1]) : "r"(s));
 }
 // c += a * b; lane l holds c at rows l/4 (c[0], c[1]) and l/4 + 8 (c[2], c[3]), columns 2*(l%4) and the next
 __device__ __forceinline__ void mirage_mma(float (&c)[4], const mirage_frag_a& a, const mirage_frag_b& b) {
