@@ -18,8 +18,9 @@
   term is the predicted bound (or the launch, when every term is shorter);
 * the program's DRAM floor: the graph's input and output bytes at the DRAM bandwidth, the same in every row.
 
-``analyze_source(source, arch)`` gives the ptxas and SASS columns of any CUDA source; each frame's
-``attrs["sass"]`` holds the SASS text per kernel (``kernel_sass`` gives it directly).
+``analyze_source(source, arch)`` gives the ptxas and SASS columns of any CUDA source. Both return a
+``KernelTable`` (a DataFrame shown a column per kernel) whose ``attrs["sass"]`` holds the SASS text per kernel
+(``kernel_sass`` gives it directly).
 """
 
 from __future__ import annotations
@@ -41,17 +42,17 @@ from mirage_lab.optimize.hardware import HARDWARE, Hardware, get_hardware
 from mirage_lab.optimize.occupancy import WARP, BlockResources, occupancy
 
 if TYPE_CHECKING:
-    import pandas as pd
+    from mirage_lab.codegen.kernel_table import KernelTable
 
 __all__ = ["analyze_kernel", "analyze_source", "kernel_sass"]
 
 
-def analyze_source(source: str, arch: str = "sm_90") -> pd.DataFrame:
+def analyze_source(source: str, arch: str = "sm_90") -> KernelTable:
     """One row per kernel of a CUDA ``source`` compiled for ``arch``: ptxas's figures and the SASS instruction mix."""
-    import pandas as pd
+    from mirage_lab.codegen.kernel_table import KernelTable
 
     dis = compile_sass(source, check_arch(arch))
-    frame = pd.DataFrame([{"kernel": name, "arch": arch, **_resources(dis, name), **InstructionMix.of(text).row()}
+    frame = KernelTable([{"kernel": name, "arch": arch, **_resources(dis, name), **InstructionMix.of(text).row()}
                           for name, text in dis.sass.items()])
     frame.attrs["sass"] = dict(dis.sass)
     return frame
@@ -64,10 +65,10 @@ def kernel_sass(graph: KernelGraph | KernelGraphBuilder, arch: str = "sm_90",
 
 
 def analyze_kernel(graph: KernelGraph | KernelGraphBuilder, arch: str = "sm_90", *,
-                   hardware: str | Hardware | None = None, options: CodegenOptions | None = None) -> pd.DataFrame:
+                   hardware: str | Hardware | None = None, options: CodegenOptions | None = None) -> KernelTable:
     """One row per kernel of ``graph``'s generated CUDA compiled for ``arch`` (module docstring). ``hardware``: the
     GPU whose limits and peaks apply (default: the first preset of that architecture, H100 for sm_90)."""
-    import pandas as pd
+    from mirage_lab.codegen.kernel_table import KernelTable
 
     opts = codegen_options(options, {})
     g = prepare(graph)
@@ -81,13 +82,13 @@ def analyze_kernel(graph: KernelGraph | KernelGraphBuilder, arch: str = "sm_90",
         assert bg is not None  # every launch is a customized op's
         text = dis.sass.get(launch.name, "")
         mix = InstructionMix.of(text)
-        rows.append({"kernel": launch.name, "arch": arch, "GPU": hw.name,
+        rows.append({"kernel": launch.name, "node": launch.node, "arch": arch, "GPU": hw.name,
                      "grid": "×".join(map(str, launch.grid)), "threads": launch.threads,
                      **_resources(dis, launch.name), "dynamic smem B": launch.smem_bytes,
                      **_occupancy_and_flight(bg, launch, dis, hw, opts),
                      **mix.row(), **_roofline(costs[launch.node], mix, bg, hw),
                      "program DRAM floor µs": round(floor_us, 2)})
-    frame = pd.DataFrame(rows)
+    frame = KernelTable(rows)
     frame.attrs["sass"] = dict(dis.sass)
     return frame
 

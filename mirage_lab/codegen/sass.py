@@ -28,7 +28,7 @@ INSTALL = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm (or pip instal
 DISASSEMBLERS = ("cuobjdump", "nvdisasm")
 
 #: ``/*0290*/  @P4 LDG.E.128.CONSTANT R12, ...``: the mnemonic after the address and an optional predicate
-INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
 #: a kernel's section: cuobjdump's ``Function : name``, nvdisasm's ``.text.name:`` label
 FUNCTION = re.compile(r"^\s*(?:Function : (\S+)|\.text\.(\S+):)\s*$", re.MULTILINE)
 #: modifiers that give an access's width in bits (no modifier: 32 bits)
