@@ -42,7 +42,8 @@ def test_the_viewer_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> Non
     assert view.kernel_analysis() == "open a custom kernel to analyse its SASS"
     view.click(next(f"n{k}" for k, n in enumerate(view.graph.nodes) if n.body is not None))
     note = view.kernel_analysis("sm_90")
-    assert isinstance(note, str) and note.startswith("no SASS analysis for sm_90") and "pip install" in note
+    assert isinstance(note, str) and note.startswith("no SASS analysis for sm_90")
+    assert "pip install" in note or "nvcc not found" in note  # without nvcc (a CI without the toolkit) it says so
 
 
 @needs_sass
@@ -56,4 +57,5 @@ def test_the_report_skips_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "Not analysed: ptx=False" in "".join(_analysis(fused.rmsnorm(1), ptx=False))
     _without_disassembler(monkeypatch)
     html = "".join(_analysis(fused.rmsnorm(1), ptx=True))
-    assert "Not analysed here" in html and "pip install" in html and "mx-table" not in html
+    assert "Not analysed here" in html and "mx-table" not in html
+    assert "pip install" in html or "nvcc not found" in html
