@@ -14,6 +14,7 @@ from typing import Any
 
 from mirage_lab import absexpr, bench, search
 from mirage_lab.codegen import compile, generate_cuda, generate_triton
+from mirage_lab.codegen.analysis import analyze_kernel
 from mirage_lab.compat import (
     MPK,
     CompatNotice,
@@ -83,6 +84,7 @@ __all__ = [
     "KernelGraph",
     "MirageError",
     "absexpr",
+    "analyze_kernel",
     "bench",
     "bfloat16",
     "compile",

@@ -4,7 +4,8 @@ Sections: the search report and its counters per verdict; the ranked μGraphs; t
 drill-down viewer, its verification evidence and its diff against the program; the decisions on the
 path that found it, each with what its siblings died of; the cost model's estimate per kernel and per
 op (program and best, on each GPU preset); the best μGraph's generated CUDA (and whether nvcc compiles
-it, when nvcc is installed); plots (this run's time split and the roofline); then any ``extra``
+it, when nvcc is installed) and its kernels' analysis from ptxas and the SASS, for sm_80 and sm_90 (when nvcc and
+cuobjdump are installed); plots (this run's time split and the roofline); then any ``extra``
 sections the caller adds (the demo adds its timing and checkpoint tables). plotly.js is embedded once,
 so the file opens offline.
 """
@@ -24,7 +25,7 @@ import plotly.graph_objects as go
 
 import mirage_lab as ml
 from mirage_lab.codegen import ARCHS, CompileError, generate_cuda, nvcc_available, nvcc_ptx
-from mirage_lab.errors import InputError
+from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir import write_atomic
 from mirage_lab.optimize import HARDWARE, proxy_cost
 from mirage_lab.search import RunFolder, SearchReport, SearchResult, ranked_candidates
@@ -55,7 +56,7 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
 
     ``reverify=True`` verifies the best μGraph afresh for the full evidence (trials, fingerprints); the
     search keeps only a summary per candidate. ``extra`` appends sections: title → DataFrame or HTML.
-    ``ptx=False`` skips compiling the generated CUDA with nvcc.
+    ``ptx=False`` skips compiling the generated CUDA with nvcc (and so the kernel analysis).
     """
     st = ExplorerState(run, progress=progress)
     result, report, ranked = _finished(st)
@@ -68,7 +69,7 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
     parts += ["<h2>The program</h2>", static_viewer_html(st.program, engine)]
     parts += _cost(st.program, ranked[0].graph if ranked else None)
     if ranked:
-        parts += _cuda(ranked[0].graph, ptx)
+        parts += _cuda(ranked[0].graph, ptx) + _analysis(ranked[0].graph, ptx)
     parts += ["<h2>Plots</h2>", _plots(st, report, ranked, result.get("costs", {}))]
     for heading, body in (extra or {}).items():
         parts += [f"<h2>{html.escape(heading)}</h2>",
@@ -173,6 +174,25 @@ def _cuda(graph: Any, ptx: bool) -> list[str]:
     note = "; ".join(checks) if checks else "not compiled here (nvcc is not installed, or ptx=False)"
     return ["<h2>Generated CUDA of the best μGraph</h2>", f"<p>{html.escape(note)}</p>",
             f'<pre class="mx-cuda">{html.escape(source)}</pre>']
+
+
+def _analysis(graph: Any, ptx: bool) -> list[str]:
+    """The best μGraph's kernels analysed from ptxas and the SASS (``ml.analyze_kernel``), one table per
+    architecture with a column per kernel; a note instead where nvcc or cuobjdump is missing."""
+    parts = ["<h2>Its kernels, from ptxas and the SASS</h2>",
+             "<p>Static instruction counts (instructions in the code, not executed); occupancy, bytes in flight, "
+             "the bound and the DRAM floor on the architecture's first GPU preset.</p>"]
+    if not ptx:
+        return [*parts, "<p><i>Not analysed: ptx=False.</i></p>"]
+    for arch in ARCHS:
+        try:
+            frame = ml.analyze_kernel(graph, arch)
+        except MirageError as e:  # no nvcc or disassembler here: the message says what to install
+            return [*parts, f"<p><i>Not analysed here: {html.escape(str(e).splitlines()[0])}</i></p>"]
+        floor = frame["program DRAM floor µs"].iloc[0]
+        parts += [f"<h3>{arch} on {html.escape(str(frame['GPU'].iloc[0]))} (the program's DRAM floor: {floor} µs)"
+                  "</h3>", frame.set_index("kernel").T.to_html(classes="mx-table", border=0)]
+    return parts
 
 
 def _path(st: ExplorerState, best: Any) -> str:

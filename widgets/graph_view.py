@@ -12,6 +12,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
+import mirage_lab as ml
 from mirage_lab.absexpr import GraphExpressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir import (
@@ -56,6 +59,7 @@ class GraphView:
         self.engine = engine
         self.stack: list[Level] = [Level()]
         self.selected: str | None = None
+        self._analyses: dict[str, pd.DataFrame | str] = {}
 
     def __repr__(self) -> str:
         return f"GraphView({' › '.join(self.breadcrumbs())}; selected {self.selected or 'nothing'})"
@@ -152,6 +156,28 @@ class GraphView:
         if bg is None or self.level.thread is not None:
             return ""
         return block_tilings_html(bg, *self._names())
+
+    # ---- the open kernel's analysis (ptxas and SASS; compiled on first ask)
+    def analysed(self, arch: str) -> bool:
+        """Whether ``kernel_analysis(arch)`` has been computed (it compiles the whole graph once per arch)."""
+        return arch in self._analyses
+
+    def kernel_analysis(self, arch: str = "sm_90") -> dict[str, Any] | str:
+        """The open custom kernel's row of ``ml.analyze_kernel(graph, arch)`` (metric → value), or a note saying
+        why there is none (nvcc or cuobjdump missing, no kernel open)."""
+        k = self.level.node
+        if k is None:
+            return "open a custom kernel to analyse its SASS"
+        if arch not in self._analyses:
+            try:
+                self._analyses[arch] = ml.analyze_kernel(self.graph, arch)
+            except MirageError as e:  # a missing nvcc or disassembler says what to install
+                self._analyses[arch] = f"no SASS analysis for {arch}: {e}"
+        frame = self._analyses[arch]
+        if isinstance(frame, str):
+            return frame
+        rows = frame[frame["node"] == k].to_dict("records")
+        return rows[0] if rows else f"custom kernel #{k} has no generated kernel in the analysis"
 
     # ---- details of the selection
     @functools.cached_property

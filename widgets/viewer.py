@@ -1,8 +1,12 @@
 """The μGraph viewer widget: the drawing, breadcrumbs, a details panel and the tiling cards.
 
 A thin anywidget over ``GraphView``: the front end only draws the SVG it is sent and reports
-clicks (``{"kind": "click", "id": ...}``, ``{"kind": "crumb", "index": ...}``); every decision is
-made in Python, so headless tests drive the same code by calling ``click`` / ``goto``.
+clicks (``{"kind": "click", "id": ...}``, ``{"kind": "crumb", "index": ...}``, ``{"kind": "analyze"}``); every
+decision is made in Python, so headless tests drive the same code by calling ``click`` / ``goto`` / ``analyze``.
+
+An open custom kernel shows an "Analyse SASS" button: the analysis (``ml.analyze_kernel``: registers, spills,
+occupancy, the instruction mix, bytes in flight, the bound) compiles the graph with nvcc, so it runs only when
+asked, once per graph and architecture; without nvcc or cuobjdump the panel says what to install.
 """
 
 from __future__ import annotations
@@ -45,11 +49,13 @@ class MuGraphViewer(anywidget.AnyWidget):
     details = traitlets.Unicode("").tag(sync=True)
     tilings = traitlets.Unicode("").tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)
+    analysis = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, graph: Any, engine: str = "auto", **kw: Any) -> None:
+    def __init__(self, graph: Any, engine: str = "auto", arch: str = "sm_90", **kw: Any) -> None:
         check_widget_options(type(self), kw)
         super().__init__(**kw)
         self.view = GraphView(graph, engine)
+        self.arch = arch
         self.on_msg(self._on_front_end)
         self._refresh(level_changed=True)
 
@@ -69,12 +75,20 @@ class MuGraphViewer(anywidget.AnyWidget):
     def up(self) -> None:
         self.goto(len(self.view.stack) - 2)
 
+    def analyze(self) -> dict[str, Any] | str:
+        """The open kernel's SASS analysis for ``arch`` (computed now if it was not), shown in the panel."""
+        result = self.view.kernel_analysis(self.arch)
+        self.analysis = analysis_html(result, self.arch)
+        return result
+
     def _on_front_end(self, _: Any, content: dict[str, Any], buffers: Any) -> None:
         try:
             if content.get("kind") == "click":
                 self.click(str(content["id"]))
             elif content.get("kind") == "crumb":
                 self.goto(int(content["index"]))
+            elif content.get("kind") == "analyze":
+                self.analyze()
         except Exception as e:  # a stale click from an old drawing: say so in the widget, keep the state
             self.message = str(e)
 
@@ -85,5 +99,23 @@ class MuGraphViewer(anywidget.AnyWidget):
             self.svg = v.svg()
             self.crumbs = v.breadcrumbs()
             self.tilings = v.tilings_html()
+            self.analysis = self._analysis_panel()
         self.selected = v.selected or ""
         self.details = details_html(v.details())
+
+    def _analysis_panel(self) -> str:
+        """At a custom kernel's block graph: its analysis when computed, else the button that asks for it."""
+        lv = self.view.level
+        if lv.node is None or lv.thread is not None:
+            return ""
+        if self.view.analysed(self.arch):
+            return analysis_html(self.view.kernel_analysis(self.arch), self.arch)
+        return (f'<button class="mirage-crumb" data-mirage-analyze>Analyse SASS ({html.escape(self.arch)})</button> '
+                '<span class="mirage-note">compiles the graph with nvcc and reads ptxas and cuobjdump</span>')
+
+
+def analysis_html(result: dict[str, Any] | str, arch: str) -> str:
+    """A kernel's analysis row as a two-column table under a heading, or the note saying why there is none."""
+    if isinstance(result, str):
+        return f'<p class="mirage-note">{html.escape(result)}</p>'
+    return f"<b>SASS analysis ({html.escape(arch)}, static counts)</b>" + details_html(result)

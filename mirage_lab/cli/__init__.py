@@ -5,6 +5,7 @@
     mirage-lab verify fused:gated_mlp                 against its benchmark program (exit 1 if different)
     mirage-lab codegen runs/<run> --out best.cu --ptx sm_80 sm_90
     mirage-lab codegen fused:gqa --backend triton --out gqa.py --ptx sm_80 sm_90 --emulate
+    mirage-lab codegen fused:rmsnorm --analyze        per kernel: registers, SASS mix, bound
     mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
     mirage-lab report runs/<run> --html run.html      a search run as one static HTML page
     mirage-lab report runs/<run> --figures figs/      its figures as PDF and SVG, styled for print
@@ -111,6 +112,15 @@ def _codegen_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-padding", action="store_true", help="dense shared-memory tiles (no row padding)")
     p.add_argument("--emulate", action="store_true", help="run the generated code on the CPU (g++, or Triton's "
                    "interpreter) against the interpreter; exit 1 when they disagree")
+    p.add_argument("--analyze", action="store_true", help="print each kernel's analysis from ptxas and the SASS "
+                   "(registers, spills, occupancy, access widths, async copies, tensor cores, bytes in flight, "
+                   "bound, DRAM floor) instead of the source (--out FILE still writes it); needs nvcc and "
+                   "cuobjdump (pip install -e '.[analyze]')")
+    p.add_argument("--arch", nargs="+", metavar="ARCH", type=cuda_arch, default=["sm_90"],
+                   help="--analyze's architectures (default sm_90)")
+    p.add_argument("--hardware", choices=["A100", "H100", "H200"],
+                   help="--analyze's GPU for occupancy, peaks and the DRAM floor (default: A100 for sm_80, H100 "
+                        "for sm_90)")
     p.set_defaults(func=commands.codegen)
 
 

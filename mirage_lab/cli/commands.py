@@ -145,6 +145,8 @@ def codegen(args: argparse.Namespace) -> int:
     from mirage_lab.codegen import CodegenOptions, generate_cuda, plan_cuda
 
     if args.backend == "triton":
+        if args.analyze:
+            raise InputError("--analyze reads the CUDA backend's SASS; leave out --backend triton")
         return _codegen_triton(args)
     out = _out_file(args.out, "CUDA source (--out)")
     source = resolve(args.graph)
@@ -156,11 +158,31 @@ def codegen(args: argparse.Namespace) -> int:
         write_atomic(out, cuda)
         print(f"CUDA source of {source.label} ({len(cuda.splitlines())} lines) written to {out}")
         print(plan_cuda(source.graph, options), flush=True)
-    else:
+    elif not args.analyze or args.out == "-":  # --analyze prints its tables instead, unless --out - asks for both
         sys.stdout.write(cuda)
     for arch in _archs(args.ptx):
         _ptx(cuda, arch)
+    if args.analyze:
+        _analyze(source, options, tuple(dict.fromkeys(args.arch)), args.hardware)
     return _emulate(source, cuda, options) if args.emulate else 0
+
+
+def _analyze(source: Source, options: CodegenOptions, archs: tuple[str, ...], hardware: str | None) -> None:
+    """``--analyze``: per architecture, one column per kernel (ptxas, occupancy, SASS mix, in flight, bound);
+    ``hardware`` applies to the architectures of its family, the others get their default GPU."""
+    from mirage_lab.codegen.analysis import analyze_kernel
+    from mirage_lab.optimize.hardware import get_hardware
+
+    for arch in archs:
+        fits = hardware is not None and get_hardware(hardware).arch == arch.rstrip("af")
+        frame = analyze_kernel(source.graph, arch, hardware=hardware if fits else None, options=options)
+        if hardware is not None and not fits:
+            print(f"--hardware {hardware} is not an {arch} GPU: {arch} is analysed on {frame['GPU'].iloc[0]}",
+                  file=sys.stderr)
+        table = frame.set_index("kernel").drop(columns=["arch", "GPU", "program DRAM floor µs"]).T
+        floor = frame["program DRAM floor µs"].iloc[0]
+        print(f"\nKernel analysis of {source.label} for {arch} on {frame['GPU'].iloc[0]} (static SASS counts; "
+              f"the program's DRAM floor: {floor} µs)\n{table.to_string()}", flush=True)
 
 
 def _out_file(out: str | None, what: str) -> Path | None:

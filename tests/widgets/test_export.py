@@ -37,7 +37,8 @@ def test_export_of_a_run(small_run: SearchResult, tmp_path: Path) -> None:
     best = small_run.best
     assert best is not None
     for needle in ("Verified μGraphs, best first", best.hash[:12], "How the search found it", "pruned:oracle",
-                   "What changed from the program", "class=\"plotly-graph-div\"", "mirage-static"):
+                   "What changed from the program", "class=\"plotly-graph-div\"", "mirage-static",
+                   "Its kernels, from ptxas and the SASS"):
         assert needle in text, needle
     assert text.count("<section data-level=") >= 2  # the best graph's levels and the program's
     assert not re.search(r'<script[^>]*src="https?://', text)  # plotly.js is embedded: the file opens offline

@@ -13,8 +13,13 @@ function render({ model, el }) {
   message.className = "mirage-message";
   const tilings = document.createElement("div");
   tilings.className = "mirage-tiling-panel";
+  const analysis = document.createElement("div");
+  analysis.className = "mirage-analysis-panel";
+  analysis.addEventListener("click", (ev) => {
+    if (ev.target.closest("[data-mirage-analyze]")) model.send({ kind: "analyze" });
+  });
   main.append(drawing, side);
-  el.append(crumbs, message, main, tilings);
+  el.append(crumbs, message, main, analysis, tilings);
 
   function drawCrumbs() {
     crumbs.replaceChildren();
@@ -47,6 +52,7 @@ function render({ model, el }) {
     selected: markSelected,
     details: () => (side.innerHTML = model.get("details")),
     tilings: () => (tilings.innerHTML = model.get("tilings")),
+    analysis: () => (analysis.innerHTML = model.get("analysis")),
     message: () => (message.textContent = model.get("message")),
   };
   for (const [name, fn] of Object.entries(sync)) {
