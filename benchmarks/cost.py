@@ -187,26 +187,22 @@ def preset_of(table: pd.DataFrame) -> str:
 
 def write_fitted(cal: Calibration, path: Path) -> None:
     """The fitted constants as a module (``optimize/fitted.py``), with their provenance."""
-    weights = ",\n".join(f"        {k!r}: {v!r}" for k, v in cal.weights.items())
-    prov = ",\n".join(f"        {k!r}: {v!r}" for k, v in cal.provenance.items())
+    weights = ",\n".join(f"    {k!r}: {v!r}" for k, v in cal.weights.items())
+    prov = ",\n".join(f"    {k!r}: {v!r}" for k, v in cal.provenance.items())
     path.write_text(f'''"""The calibrated cost model's constants (``optimize/calibration.py``), fitted by
 ``benchmarks/cost.py --fit``.
 
 Written by that script; refit rather than edit (the provenance says on which table).
 """
 
-from mirage_lab.optimize.calibration import Calibration
-
-CALIBRATION = Calibration(
-    weights={{
+WEIGHTS = {{
 {weights},
-    }},
-    latency_s={cal.latency_s!r},
-    burst={cal.burst!r},
-    provenance={{
+}}
+LATENCY_S = {cal.latency_s!r}
+BURST = {cal.burst!r}
+PROVENANCE = {{
 {prov},
-    }},
-)
+}}
 ''')
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from mirage_lab.errors import ArgumentError
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.optimize import fitted
 from mirage_lab.optimize.features import TERMS, GeneratorOptions, Terms, time_terms
 from mirage_lab.optimize.hardware import Hardware
 
@@ -40,6 +41,7 @@ __all__ = [
     "Calibration",
     "Sample",
     "choice_quality",
+    "default_calibration",
     "fit",
     "leave_one_out",
     "predict",
@@ -118,9 +120,8 @@ def predict(graph: KernelGraph | KernelGraphBuilder, options: GeneratorOptions |
 
 
 def default_calibration() -> Calibration:
-    from mirage_lab.optimize.fitted import CALIBRATION  # written by benchmarks/cost.py --fit
-
-    return CALIBRATION
+    """The constants ``benchmarks/cost.py --fit`` wrote to ``fitted.py``."""
+    return Calibration(dict(fitted.WEIGHTS), fitted.LATENCY_S, fitted.BURST, dict(fitted.PROVENANCE))
 
 
 # --------------------------------------------------------------------------- the fit
