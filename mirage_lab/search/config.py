@@ -96,6 +96,8 @@ class SearchConfig:
     # holds every μGraph of the other's with the operands swapped (the same function and cost; docs/decisions.md)
     skip_commuted_twins: bool = True
     smem_budget: int = 96 * 1024
+    # the final choice (search/profile.py): on a GPU, the ranking's first k measured on every backend
+    profile_top_k: int = 8
     # ablation: checks switched off by name (``search/checks.py``; those correctness needs are refused)
     disabled_checks: tuple[str, ...] = ()
     # ---- pruning and verification
@@ -169,7 +171,7 @@ class SearchConfig:
 
 
 #: fields added after run folders were first written, left out of ``to_dict`` (and the hash) while at their default
-LATER = ("disabled_checks", "imap_set", "fmap_set")
+LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k")
 
 
 def _plain(v: Any) -> Any:
@@ -205,6 +207,7 @@ def _rules() -> dict[str, Rule]:
         "expression_precheck")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "trials": Int(1, MAX_TRIALS), "max_customized": count, "seed": count,
+        "profile_top_k": count,
         "notes": Text(),
         "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True), "disabled_checks": Many(Text()),
         "clamp_bounds": Many(Real(), 2), "forloop_ranges": Many(pos, nonempty=True), "grids": Many(triple),

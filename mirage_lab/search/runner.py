@@ -34,7 +34,7 @@ import math
 import os
 import time
 import warnings
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
@@ -56,7 +56,8 @@ from mirage_lab.search.event_schema import schema_line
 from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
 from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor, stop
 from mirage_lab.search.lock import RunLock
-from mirage_lab.search.result import SearchResult
+from mirage_lab.search.profile import model_seconds, select
+from mirage_lab.search.result import SearchResult, selection_of
 from mirage_lab.search.run_folder import (
     CHANGED,
     DEFAULT_ROOT,
@@ -230,7 +231,8 @@ class _Search:
         report = SearchReport.from_dict(doc["report"])
         report.cached = True
         cands = [c for c in ranked_candidates(folder, doc["ranking"]) if c is not None]
-        return SearchResult(self.program, self.config, cands, report, folder.path, doc["costs"])
+        return SearchResult(self.program, self.config, cands, report, folder.path, doc["costs"],
+                            selection_of(doc))
 
     # ---- tasks
     def _run_tasks(self, front: Outcome) -> dict[int, dict[str, Any]]:
@@ -407,6 +409,7 @@ class _Search:
         self.report.stop_reason = stop
         self.report.seconds["wall"] = time.time() - self.t0
         ranked, costs = _rank(cands, self.config.result_limit)
+        selection = select(self.program, ranked, self.config.profile_top_k, predicted=model_seconds)
         verified_times = [c.found_s for c in ranked]
         self.report.first_verified_s = min(verified_times) if verified_times else None
         self.report.verified = len(ranked)
@@ -416,10 +419,11 @@ class _Search:
             self.folder.write_events(self._event_stream(front, set(merged)))
             self.folder.write("verdicts.json", verdicts)
             self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
-                                              "report": self.report.to_dict(), "budgets": budgets(self.config)})
+                                              "report": self.report.to_dict(), "budgets": budgets(self.config),
+                                              "selection": selection.to_dict()})
             self.folder.save_manifest()
         return SearchResult(self.program, self.config, ranked, self.report,
-                            self.folder.path if self.folder is not None else None, costs)
+                            self.folder.path if self.folder is not None else None, costs, selection)
 
     def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[bytes]:
         """The schema line, then the frontier's events with each task's events spliced in at its root, in task
@@ -467,12 +471,22 @@ def _warn(message: str) -> None:
 
 
 def _rank(docs: list[dict[str, Any]], limit: int | None) -> tuple[list[Candidate], dict[str, float]]:
-    """Deduplicate by canonical hash (first found wins) and sort by proxy cost, then by discovery order."""
+    """Deduplicate by canonical hash (first found wins) and sort by proxy cost — the cost the branch and bound
+    keeps the best of, ties included —, its ties by the calibrated model (``profile.model_seconds``: the
+    proxy ties μGraphs whose grids and access widths differ, 20 of 26 RMSNorm b1 ones at one figure), then by
+    discovery order."""
     seen: dict[str, Candidate] = {}
     for d in docs:
         seen.setdefault(d["hash"], candidate_from_doc(d))
     cands = list(seen.values())[:limit] if limit else list(seen.values())
     costs = {c.hash: ranking_seconds(c.graph) for c in cands}
-    order = sorted(range(len(cands)), key=lambda i: (costs[cands[i].hash], i))
+    tied = Counter(round(c, PROXY_DIGITS) for c in costs.values())
+    model = {c.hash: model_seconds(c.graph) for c in cands if tied[round(costs[c.hash], PROXY_DIGITS)] > 1}
+    order = sorted(range(len(cands)), key=lambda i: (round(costs[cands[i].hash], PROXY_DIGITS),
+                                                     model.get(cands[i].hash, 0.0), i))
     return [cands[i] for i in order], costs
+
+
+#: proxy costs equal to this many decimals (of seconds: a femtosecond) are ties
+PROXY_DIGITS = 15
 
