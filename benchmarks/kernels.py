@@ -47,6 +47,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -141,11 +142,12 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         csv = out / f"{name}.csv"
 
+        raw: list[dict[str, Any]] = []
         rows = measure_gpu(cupy, run, hw, args.programs, args.batches, max_graphs=args.max_graphs, warmup=args.warmup,
                            repeats=args.repeats, reference_dir=args.reference_dir, compile=not args.no_compile,
-                           before_tree=args.before_tree, on_row=lambda rows: save_rows(rows, csv))
+                           before_tree=args.before_tree, raw=raw, on_row=lambda rows: save_rows(rows, raw, csv))
         df = pd.DataFrame(rows, columns=COLUMNS)
-        save_rows(rows, csv)
+        save_rows(rows, raw, csv)
         print(f"wrote {csv} and {raw_log_path(csv).name}")
     show(df)
     if args.json:

@@ -129,7 +129,8 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
                 max_graphs: int = 6, warmup: int = 16, repeats: int = 200, reference_dir: str | None = None,
                 search_best_dir: Path | None = SEARCH_BEST_DIR, log: Callable[[str], None] = print,
                 on_row: Callable[[list[dict[str, Any]]], None] | None = None, compile: bool = True,
-                before_tree: str | Path | None = None, torch_device: str = "cuda") -> list[dict[str, Any]]:
+                before_tree: str | Path | None = None, torch_device: str = "cuda",
+                raw: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Device-event timings of every (program, batch), one row per graph (COLUMNS), each checked first against the
     program's interpreter (``result``), in the order that puts what matters most first (a time limit then cuts
     the least): for every point our kernels (the unfused program with CuPy op by op, the hand-fused μGraph and
@@ -138,9 +139,10 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
     eager, SDPA for attention) on ``torch_device``; then, with ``before_tree``, the hand-fused graphs and the
     search's best compiled by that older tree's generator (``bench.before``); then ``torch.compile`` (unless
     ``compile`` is False), last because its compilation is the slowest step. Every row carries the point's
-    DRAM floor (``dram_floor_us``); rows also keep ``samples_us`` (every timed run) and ``first_s`` (wall
-    seconds to make the callable and run it once: compilation included) for the raw log.
-    ``on_row(rows)`` runs after every row (to save them as they come: a time limit then loses nothing)."""
+    DRAM floor (``dram_floor_us``). ``raw``, when given, gets the raw log's record of each row (RAW_FIELDS: every
+    timed run in ``samples_us``, and ``first_s``, the wall seconds to make the callable and run it once,
+    compilation included) before ``on_row(rows)`` runs, after every row (to save them as they come: a time limit
+    then loses nothing)."""
     check_timed_runs(warmup, repeats)  # before anything is compiled; each graph's total is bounded as it is timed
     if before_tree is not None:
         before.check_tree(before_tree)
@@ -148,6 +150,9 @@ def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches:
     rows: list[dict[str, Any]] = []
 
     def add(row: dict[str, Any]) -> None:
+        timed = {k: row.pop(k) for k in ("first_s", "samples_us") if k in row}  # the raw log's, not the table's
+        if raw is not None:
+            raw.append({k: (timed | row).get(k) for k in RAW_FIELDS})
         rows.append(row)
         log(f"  {row['program']} b{row['batch']} {row['graph']}: {row.get('median_us', float('nan')):.2f} µs "
             f"{row['error']}" + (f" {row['result']}" if row["result"] not in ("", OK) else ""))
@@ -289,11 +294,12 @@ def raw_log_path(csv: Path) -> Path:
     return csv.with_name(csv.stem + ".raw.jsonl")
 
 
-def save_rows(rows: Sequence[dict[str, Any]], csv: Path) -> None:
-    """Write ``rows`` as the table ``csv`` (COLUMNS) and its raw log (``raw_log_path``: one JSON line per row,
-    RAW_FIELDS), each atomically: called after every row, a time limit keeps what ran."""
+def save_rows(rows: Sequence[dict[str, Any]], raw: Sequence[dict[str, Any]], csv: Path) -> None:
+    """Write ``rows`` as the table ``csv`` (COLUMNS) and ``raw`` (``measure_gpu``'s records) as its raw log
+    (``raw_log_path``: one JSON line per row), each atomically: called after every row, a time limit keeps what
+    ran."""
     write_atomic(csv, pd.DataFrame(list(rows), columns=COLUMNS).to_csv(index=False))
-    write_atomic(raw_log_path(csv), "".join(json.dumps({k: r.get(k) for k in RAW_FIELDS}) + "\n" for r in rows))
+    write_atomic(raw_log_path(csv), "".join(json.dumps(r) + "\n" for r in raw))
 
 
 def check_results(df: pd.DataFrame, out: TextIO | None = None) -> int:

@@ -68,14 +68,15 @@ def test_rows_come_in_phases_with_the_floor_and_are_saved_with_their_raw_runs(
     csv = tmp_path / "out" / "GPU.csv"
     csv.parent.mkdir()
     saved: list[int] = []
+    raw: list[dict[str, Any]] = []
 
     def save(rows: list[dict[str, Any]]) -> None:
-        timing.save_rows(rows, csv)
+        timing.save_rows(rows, raw, csv)
         saved.append(len(pd.read_csv(csv)))
 
     rows = timing.measure_gpu(SimpleNamespace(asarray=np.asarray), _fake_run(), "H200", ["lora", "mqa"], [1],
                               reference_dir=None, log=lambda _: None, on_row=save, torch_device="cpu",
-                              before_tree=older_tree, repeats=3, warmup=0)
+                              before_tree=older_tree, repeats=3, warmup=0, raw=raw)
     labels = [(r["program"], r["graph"]) for r in rows]
     kernels = [i for i, (_, g) in enumerate(labels) if g in ("unfused", "fused", "search best")]
     first_baseline = labels.index(("lora", baselines.EAGER))
@@ -88,7 +89,7 @@ def test_rows_come_in_phases_with_the_floor_and_are_saved_with_their_raw_runs(
     by = {(r["program"], r["graph"]): r for r in rows}
     for key in [("lora", baselines.EAGER), ("mqa", baselines.SDPA), ("lora", baselines.COMPILE)]:
         assert by[key]["result"] == "ok" and by[key]["error"] == "", by[key]
-        assert by[key]["median_us"] == pytest.approx(11.0) and by[key]["first_s"] > 0
+        assert by[key]["median_us"] == pytest.approx(11.0) and set(by[key]) <= {*timing.COLUMNS, "rel_error"}
     floor = {"lora": baselines.dram_floor_s(programs.lora(1), "H200") * 1e6,
              "mqa": baselines.dram_floor_s(programs.mqa(1), "H200") * 1e6}
     assert all(r["dram_floor_us"] == floor[r["program"]] for r in rows)
@@ -103,7 +104,8 @@ def test_rows_come_in_phases_with_the_floor_and_are_saved_with_their_raw_runs(
     assert timing.raw_log_path(csv).name == "GPU.raw.jsonl" and len(raw) == len(rows)
     assert all(tuple(r) == timing.RAW_FIELDS for r in raw)
     eager = next(r for r in raw if r["graph"] == baselines.EAGER and r["program"] == "lora")
-    assert eager["samples_us"] == pytest.approx([s * 1e3 for s in SAMPLES_MS])
+    assert eager["samples_us"] == pytest.approx([s * 1e3 for s in SAMPLES_MS]) and eager["first_s"] > 0
+    assert raw[0]["graph"] == "unfused" and raw[0]["hardware"] == "H200"
 
 
 def test_without_torch_on_the_device_the_baseline_rows_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
