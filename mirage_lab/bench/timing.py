@@ -13,6 +13,7 @@ as a timing like any other (issue 35): its row says WRONG, it has no speed-up, a
 from __future__ import annotations
 
 import importlib
+import json
 import platform
 import re
 import statistics
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from mirage_lab.bench import fused, programs
+from mirage_lab.bench import baselines, before, fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs
 from mirage_lab.bench.tolerance import (
     OK,
@@ -43,7 +44,7 @@ from mirage_lab.codegen.cuda import PLAIN, CodegenOptions, generate_cuda
 from mirage_lab.errors import InputError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.ir.io import load
+from mirage_lab.ir.io import load, write_atomic
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.ranking import rank_correlation
 from mirage_lab.semantics.backend import to_numpy
@@ -53,7 +54,7 @@ from mirage_lab.semantics.interpret import interpret
 SEARCH_BEST_DIR = Path(__file__).resolve().parents[2] / "data" / "search_best"
 
 COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error", "rel_error",
-           "result"]
+           "result", "dram_floor_us"]
 
 
 def gpu_modules() -> tuple[Any, Any] | str:
@@ -88,32 +89,11 @@ def preset_for(name: str) -> str:
 
 
 def torch_baseline(program: str) -> Callable[..., Any] | None:
-    """The SPEC §9 formula in PyTorch (softmax without max subtraction), or None without a CUDA build of torch
-    and a device (a CPU-only torch, as the test environment installs, cannot time a GPU row)."""
-    try:
-        import torch
-    except ImportError:
+    """The program as a PyTorch user writes it (``baselines.eager_function``), or None without a CUDA build of
+    torch and a device (a CPU-only torch, as the test environment installs, cannot time a GPU row)."""
+    if baselines.torch_cuda() is not None:
         return None
-    if not torch.cuda.is_available():
-        return None
-
-    def rms(x: Any) -> Any:
-        return x / torch.sqrt((x.float() * x.float()).mean(-1, keepdim=True)).to(x.dtype)
-
-    def attn(q: Any, k: Any, v: Any) -> Any:
-        e = torch.exp(q @ k)
-        return (e / e.sum(-1, keepdim=True)) @ v
-
-    table: dict[str, Callable[..., Any]] = {
-        "rmsnorm": lambda x, w: rms(x) @ w,
-        "gated_mlp": lambda x, w1, w2: torch.nn.functional.silu(x @ w1) * (x @ w2),
-        "lora": lambda x, w, a, b: x @ w + (x @ a) @ b,
-        "gqa": attn, "mha": attn, "mqa": attn,
-        "qknorm_gqa": lambda q, k, v: attn(rms(q), k, rms(v)),
-        "ntrans": lambda h, x, a: rms(x + a * (rms(h) + x)),
-        "moe": lambda x, a, b: torch.exp(x @ a) @ b,
-    }
-    return table.get(program)
+    return baselines.eager_function(program)
 
 
 def pick(graphs: list[KernelGraph], proxies: list[float], limit: int) -> list[int]:
@@ -125,82 +105,150 @@ def pick(graphs: list[KernelGraph], proxies: list[float], limit: int) -> list[in
                   key=proxies.__getitem__)
 
 
+def point_inputs(program: KernelGraph, name: str) -> list[np.ndarray]:
+    """The fp16 host inputs every GPU row of a point is timed on (benchmarks/kernels_before.py makes the same)."""
+    rng = np.random.default_rng(0)
+    return [(rng.standard_normal(t.dims) * input_scale(name)).astype(np.float16) for t in program.input_types]
+
+
+class _Point:
+    """One (program, batch) of a GPU table: its inputs on the device, its expected outputs, its DRAM floor."""
+
+    def __init__(self, cupy: Any, name: str, batch: int, hw: str) -> None:
+        self.name, self.batch = name, batch
+        self.program = programs.PROGRAMS[name](batch)
+        self.inputs = [cupy.asarray(x) for x in point_inputs(self.program, name)]
+        self.want = _Expected(self.program, self.inputs)
+        self.floor_us = baselines.dram_floor_s(self.program, hw) * 1e6
+
+    def __repr__(self) -> str:
+        return f"_Point({self.name} b{self.batch})"
+
+
 def measure_gpu(cupy: Any, run: Any, hw: str, programs_: Sequence[str], batches: Sequence[int], *,
                 max_graphs: int = 6, warmup: int = 16, repeats: int = 200, reference_dir: str | None = None,
                 search_best_dir: Path | None = SEARCH_BEST_DIR, log: Callable[[str], None] = print,
-                on_row: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
-    """Device-event timings of the unfused program (CuPy op by op), the hand-fused μGraph, the best μGraph our
-    search found (``search_best_dir/<program>_bs<batch>.json``, where recorded), up to ``max_graphs`` reference
-    μGraphs per checkpoint file, and PyTorch when installed; one row per graph (COLUMNS), each checked first
-    against the program's interpreter (``result``).
-    ``on_row(rows)`` runs after every row (to save them as they come: a time limit then loses nothing)."""
+                on_row: Callable[[list[dict[str, Any]]], None] | None = None, compile: bool = True,
+                before_tree: str | Path | None = None, torch_device: str = "cuda",
+                raw: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Device-event timings of every (program, batch), one row per graph (COLUMNS), each checked first against the
+    program's interpreter (``result``), in the order that puts what matters most first (a time limit then cuts
+    the least): for every point our kernels (the unfused program with CuPy op by op, the hand-fused μGraph and
+    its codegen ablation, the best μGraph our search found in ``search_best_dir/<program>_bs<batch>.json``, up
+    to ``max_graphs`` reference μGraphs per checkpoint file); then the PyTorch baselines (``bench.baselines``:
+    eager, SDPA for attention) on ``torch_device``; then, with ``before_tree``, the hand-fused graphs and the
+    search's best compiled by that older tree's generator (``bench.before``); then ``torch.compile`` (unless
+    ``compile`` is False), last because its compilation is the slowest step. Every row carries the point's
+    DRAM floor (``dram_floor_us``). ``raw``, when given, gets the raw log's record of each row (RAW_FIELDS: every
+    timed run in ``samples_us``, and ``first_s``, the wall seconds to make the callable and run it once,
+    compilation included) before ``on_row(rows)`` runs, after every row (to save them as they come: a time limit
+    then loses nothing)."""
     check_timed_runs(warmup, repeats)  # before anything is compiled; each graph's total is bounded as it is timed
+    if before_tree is not None:
+        before.check_tree(before_tree)
     ref_dir = find_reference_dir(reference_dir)
     rows: list[dict[str, Any]] = []
-    for name in programs_:
-        for batch in batches:
-            program = programs.PROGRAMS[name](batch)
-            rng = np.random.default_rng(0)
-            scale = input_scale(name)
-            inputs = [cupy.asarray((rng.standard_normal(t.dims) * scale).astype(np.float16))
-                      for t in program.input_types]
-            want = _Expected(program, inputs)
 
-            def record(label: str, make: Callable[[], Callable[..., Any]], proxy_us: float | None,
-                       graph: KernelGraph = program, saved: bool = False, name: str = name, batch: int = batch,
-                       inputs: list[Any] = inputs, want: _Expected = want) -> None:
-                row: dict[str, Any] = {"program": name, "batch": batch, "graph": label, "proxy_us": proxy_us,
-                                       "hardware": hw, "error": "", "result": ""}
-                try:
-                    fn = make()
-                    row.update(want.judge(fn(*inputs), graph, saved))  # checked before it is timed
-                    t = run.time_callable(fn, inputs, warmup=warmup, repeats=repeats)  # a Timing, in ms
-                    row.update(median_us=t.median_ms * 1e3, p10_us=t.p10_ms * 1e3, p90_us=t.p90_ms * 1e3)
-                except Exception as e:  # one failing graph must not stop the table
-                    row["error"] = f"{type(e).__name__}: {e}"[:200]
-                rows.append(row)
-                log(f"  {name} b{batch} {label}: {row.get('median_us', float('nan')):.2f} µs {row['error']}"
-                    + (f" {row['result']}" if row["result"] not in ("", OK) else ""))
-                if on_row is not None:
-                    on_row(rows)
+    def add(row: dict[str, Any]) -> None:
+        timed = {k: row.pop(k) for k in ("first_s", "samples_us") if k in row}  # the raw log's, not the table's
+        if raw is not None:
+            raw.append({k: (timed | row).get(k) for k in RAW_FIELDS})
+        rows.append(row)
+        log(f"  {row['program']} b{row['batch']} {row['graph']}: {row.get('median_us', float('nan')):.2f} µs "
+            f"{row['error']}" + (f" {row['result']}" if row["result"] not in ("", OK) else ""))
+        if on_row is not None:
+            on_row(rows)
 
-            record("unfused", partial(run.unfused_cupy, program), proxy_cost(program, hw).seconds * 1e6)
-            if name in fused.FUSED:
-                g = fused.FUSED[name](batch)
-                proxy = proxy_cost(g, hw).seconds * 1e6
-                record("fused", partial(run.compile, g), proxy, g)
-                # the codegen ablation (codegen.cuda): without the register prefetch; without tensor cores,
-                # and without padding, where that changes the generated source; then all off (plain loops)
-                record("fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy, g)
-                default = generate_cuda(g)
-                for option in ("tensor_cores", "padding"):
-                    off = CodegenOptions(**{option: False})
-                    if generate_cuda(g, off) != default:
-                        record(f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy, g)
-                record("fused (plain loops)", partial(run.compile, g, PLAIN), proxy, g)
-                record("fused (triton)", partial(triton_callable, g), proxy, g)  # issue 22: the Triton backend
-            best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
-            if best is not None and best.is_file():
-                found = load(best)
-                if not isinstance(found, KernelGraph):
-                    raise InputError(f"{best} should hold one μGraph; rewrite it with benchmarks/search.py --save-best")
-                record("search best", partial(run.compile, found), proxy_cost(found, hw).seconds * 1e6, found)
-            for stem, (prog, b) in CHECKPOINTS.items():
-                if ref_dir is None or prog != name or b != batch:
-                    continue
-                if not (ref_dir / f"{stem}.json").is_file():  # folders need not hold every checkpoint: say which
-                    log(f"  {name} b{batch}: {ref_dir} holds no {stem}.json; no reference μGraphs of it timed")
-                    continue
-                graphs = load_reference_checkpoint(ref_dir / f"{stem}.json")
-                proxies = [proxy_cost(g, hw).seconds * 1e6 for g in graphs]
-                for i in pick(graphs, proxies, max_graphs):
-                    record(f"{stem}[{i}]", partial(run.compile, graphs[i]), proxies[i], graphs[i], saved=True)
-            base = torch_baseline(name)
-            if base is not None:
-                import torch
-                tin = [torch.as_tensor(x, device="cuda") for x in inputs]
-                record("torch", partial(_bound, base, tin), None)
+    def record(p: _Point, label: str, make: Callable[[], Callable[..., Any]], proxy_us: float | None,
+               graph: KernelGraph | None = None, saved: bool = False) -> None:
+        row: dict[str, Any] = {"program": p.name, "batch": p.batch, "graph": label, "proxy_us": proxy_us,
+                               "hardware": hw, "error": "", "result": "", "dram_floor_us": p.floor_us}
+        try:
+            start = time.perf_counter()
+            fn = make()
+            outputs = fn(*p.inputs)
+            row["first_s"] = time.perf_counter() - start  # (asynchronous kernels: the check below waits for them)
+            row.update(p.want.judge(outputs, graph or p.program, saved))  # checked before it is timed
+            t = run.time_callable(fn, p.inputs, warmup=warmup, repeats=repeats)  # a Timing, in ms
+            row.update(median_us=t.median_ms * 1e3, p10_us=t.p10_ms * 1e3, p90_us=t.p90_ms * 1e3,
+                       samples_us=[s * 1e3 for s in t.samples_ms])
+        except Exception as e:  # one failing graph must not stop the table
+            row["error"] = f"{type(e).__name__}: {e}"[:200]
+        add(row)
+
+    points = [_Point(cupy, name, batch, hw) for name in programs_ for batch in batches]
+    found: dict[tuple[str, int], Path] = {}
+    for p in points:
+        best = _kernel_rows(p, run, hw, record, ref_dir, max_graphs, search_best_dir, log)
+        if best is not None:
+            found[(p.name, p.batch)] = best
+    torch_why = baselines.torch_cuda() if torch_device == "cuda" else None
+    tensors = {p: _torch_inputs(p.inputs, torch_device) for p in points} if torch_why is None else {}
+    for p in points:
+        for b in baselines.baselines(p.name, compile=False) if torch_why is None else []:
+            record(p, b.label, partial(_bound, b.fn, b.prepare, tensors[p]), None)
+        if torch_why is not None:
+            for label in (baselines.EAGER, baselines.SDPA) if p.name in baselines.ATTENTION else (baselines.EAGER,):
+                add({"program": p.name, "batch": p.batch, "graph": label, "hardware": hw, "error": torch_why,
+                     "result": "", "dram_floor_us": p.floor_us})
+    if before_tree is not None:
+        by_point = {(p.name, p.batch): p for p in points}
+        for row in before.before_rows(before_tree, list(by_point),
+                                      {k: {"search best": v} for k, v in found.items()},
+                                      warmup=warmup, repeats=repeats):
+            add(row | {"hardware": hw, "proxy_us": None,
+                       "dram_floor_us": by_point[(row["program"], row["batch"])].floor_us})
+    for p in points if compile and torch_why is None else []:
+        b = baselines.compiled(p.name)
+        record(p, b.label, partial(_bound, b.fn, b.prepare, tensors[p]), None)
     return rows
+
+
+def _kernel_rows(p: _Point, run: Any, hw: str, record: Callable[..., None], ref_dir: Path | None, max_graphs: int,
+                 search_best_dir: Path | None, log: Callable[[str], None]) -> Path | None:
+    """Our kernels' rows of one point (see ``measure_gpu``); the search's best μGraph file when there is one."""
+    name, batch = p.name, p.batch
+    record(p, "unfused", partial(run.unfused_cupy, p.program), proxy_cost(p.program, hw).seconds * 1e6)
+    if name in fused.FUSED:
+        g = fused.FUSED[name](batch)
+        proxy = proxy_cost(g, hw).seconds * 1e6
+        record(p, "fused", partial(run.compile, g), proxy, g)
+        # the codegen ablation (codegen.cuda): without the register prefetch; without tensor cores,
+        # and without padding, where that changes the generated source; then all off (plain loops)
+        record(p, "fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy, g)
+        default = generate_cuda(g)
+        for option in ("tensor_cores", "padding"):
+            off = CodegenOptions(**{option: False})
+            if generate_cuda(g, off) != default:
+                record(p, f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy, g)
+        record(p, "fused (plain loops)", partial(run.compile, g, PLAIN), proxy, g)
+        record(p, "fused (triton)", partial(triton_callable, g), proxy, g)  # issue 22: the Triton backend
+    best = search_best_dir / f"{name}_bs{batch}.json" if search_best_dir is not None else None
+    if best is not None and best.is_file():
+        found = load(best)
+        if not isinstance(found, KernelGraph):
+            raise InputError(f"{best} should hold one μGraph; rewrite it with benchmarks/search.py --save-best")
+        record(p, "search best", partial(run.compile, found), proxy_cost(found, hw).seconds * 1e6, found)
+    else:
+        best = None
+    for stem, (prog, b) in CHECKPOINTS.items():
+        if ref_dir is None or prog != name or b != batch:
+            continue
+        if not (ref_dir / f"{stem}.json").is_file():  # folders need not hold every checkpoint: say which
+            log(f"  {name} b{batch}: {ref_dir} holds no {stem}.json; no reference μGraphs of it timed")
+            continue
+        graphs = load_reference_checkpoint(ref_dir / f"{stem}.json")
+        proxies = [proxy_cost(g, hw).seconds * 1e6 for g in graphs]
+        for i in pick(graphs, proxies, max_graphs):
+            record(p, f"{stem}[{i}]", partial(run.compile, graphs[i]), proxies[i], graphs[i], saved=True)
+    return best
+
+
+def _torch_inputs(inputs: list[Any], device: str) -> list[Any]:
+    """The point's inputs as torch tensors on ``device`` (CuPy arrays are shared, not copied)."""
+    import torch
+
+    return [torch.as_tensor(x, device=device) for x in inputs]
 
 
 class _Expected:
@@ -237,6 +285,23 @@ def _host(a: Any) -> np.ndarray:
     return to_numpy(a)
 
 
+#: the raw log's fields: every timed run of a row, and the seconds its first call took (compilation included)
+RAW_FIELDS = ("program", "batch", "graph", "hardware", "first_s", "samples_us", "error", "result")
+
+
+def raw_log_path(csv: Path) -> Path:
+    """Where the raw log of the table ``csv`` goes: ``<GPU>.raw.jsonl`` beside ``<GPU>.csv``."""
+    return csv.with_name(csv.stem + ".raw.jsonl")
+
+
+def save_rows(rows: Sequence[dict[str, Any]], raw: Sequence[dict[str, Any]], csv: Path) -> None:
+    """Write ``rows`` as the table ``csv`` (COLUMNS) and ``raw`` (``measure_gpu``'s records) as its raw log
+    (``raw_log_path``: one JSON line per row), each atomically: called after every row, a time limit keeps what
+    ran."""
+    write_atomic(csv, pd.DataFrame(list(rows), columns=COLUMNS).to_csv(index=False))
+    write_atomic(raw_log_path(csv), "".join(json.dumps(r) + "\n" for r in raw))
+
+
 def check_results(df: pd.DataFrame, out: TextIO | None = None) -> int:
     """0 when no row of ``df`` computed a wrong result; else 1, after naming each such row on ``out`` (stderr)."""
     lines = [f"{r.program} b{r.batch} {r.graph}: {r.result}" for r in df[wrong(df)].itertuples()]
@@ -258,8 +323,11 @@ def triton_callable(graph: KernelGraph) -> Callable[..., Any]:
     return lambda *arrays: module.run(*[torch.from_dlpack(a) for a in arrays])
 
 
-def _bound(fn: Callable[..., Any], args: list[Any]) -> Callable[..., Any]:
-    """``fn`` with its arguments fixed, ignoring the timer's (the PyTorch baseline keeps its own tensors)."""
+def _bound(fn: Callable[..., Any], prepare: Callable[[Sequence[Any]], list[Any]], tensors: list[Any]
+           ) -> Callable[..., Any]:
+    """``fn`` on ``prepare(tensors)`` (prepared once, here), ignoring the timer's arguments (a PyTorch baseline
+    keeps its own tensors)."""
+    args = prepare(tensors)
     return lambda *_: fn(*args)
 
 
