@@ -19,7 +19,7 @@ from mirage_lab.codegen.vectors import VECTORS
 from mirage_lab.codegen.writer import KernelWriter
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.ops import Op
-from mirage_lab.optimize.tensor_cores import TILE_K, TILE_M, TILE_N, WARP
+from mirage_lab.optimize.tensor_cores import TILE_K, TILE_M, TILE_N, WARP, MmaTiling
 
 
 def _strip_width(w: KernelWriter, parts: list[tuple[int, int]], n: int, rows: int, splits: bool) -> int:
@@ -91,29 +91,75 @@ def _strip_products(w: KernelWriter, b: int, width: int) -> None:
         w.line("sum[2 * j + 1] += x * f.y;")
 
 
+#: the most fp32 accumulators per lane a matmul may keep in registers across the for-loop
+MAX_HELD = 64
+
+
+def held_in_registers(w: KernelWriter) -> dict[int, int]:
+    """Tensor-core matmul → the ``accum_no_red`` it feeds directly, for those whose sums stay in registers across
+    the for-loop (each warp owns the same tasks every iteration), written to the accumulator once, in the last
+    iteration, instead of added to shared memory every iteration."""
+    out = {}
+    for k, t in w.mma.items():
+        chain = w.schedule.chain(k)
+        if (w.bg.forloop_range > 1 and len(chain) == 1 and w.bg.nodes[chain[0]].op is Op.ACCUM_NO_RED
+                and _rounds(t) * t.n_tiles * 4 <= MAX_HELD):
+            out[k] = chain[0]
+    return out
+
+
+def _rounds(t: MmaTiling) -> int:
+    return -(-t.tasks // t.warps)
+
+
+def declare_held(w: KernelWriter) -> None:
+    """Before the loop: the register sums of the matmuls ``held_in_registers``."""
+    for k in w.held:
+        t = w.mma[k]
+        w.line(f"float held{k}[{_rounds(t)}][{t.n_tiles}][4] = {{}};  // matmul {k}'s sums over the for-loop")
+
+
 def emit_mma(w: KernelWriter, k: int) -> None:
     """Matmul k on tensor cores (``optimize.tensor_cores``): warps take tasks in turn, accumulate each task's
-    tiles in registers over K, then finish each output they hold like any element of the output."""
+    tiles in registers over K, then finish each output they hold like any element of the output; or, for a
+    matmul ``held_in_registers``, keep adding to the same registers every iteration."""
     t = w.mma[k]
     span = TILE_N * t.n_tiles
     across = t.cols // span  # tasks per band
-    w.line(f"// {t.tasks} task(s) of {TILE_M}×{span} outputs over {t.warps} warps; mma.sync.m16n8k16")
-    with w.block(f"for (int task = threadIdx.x / {WARP}; task < {t.tasks}; task += {t.warps})"):
-        w.line(f"const int tm = task / {across} * {TILE_M}, tn = task % {across} * {span};" if across > 1
-               else f"const int tm = task * {TILE_M}, tn = 0;")
-        w.line(f"float c[{t.n_tiles}][4] = {{}};")
-        for a, b, kdim in t.parts:
-            pa, pb = w.pitch(a), w.pitch(b)
-            rows = f"{t.rows} - tm" if t.padded_rows else str(TILE_M)
-            w.line("#pragma unroll 2")
-            with w.block(f"for (int kk = 0; kk < {kdim}; kk += {TILE_K})"):
-                w.line("mirage_frag_a fa;")
-                w.line(f"mirage_load_a(fa, &s{a}[tm * {pa} + kk], {pa}, {rows});")
-                w.line("#pragma unroll")
-                with w.block(f"for (int j = 0; j < {t.n_tiles}; ++j)"):
-                    w.line("mirage_frag_b fb;")
-                    w.line(f"mirage_load_b(fb, &s{b}[kk * {pb} + tn + j * {TILE_N}], {pb});")
-                    w.line("mirage_mma(c[j], fa, fb);")
+    held = w.held.get(k)
+    w.line(f"// {t.tasks} task(s) of {TILE_M}×{span} outputs over {t.warps} warps; mma.sync.m16n8k16"
+           + ("; sums held in registers until the last iteration" if held is not None else ""))
+    if held is None:
+        loop = w.block(f"for (int task = threadIdx.x / {WARP}; task < {t.tasks}; task += {t.warps})")
+    else:  # unrolled, so that each round's sums are registers
+        w.line("#pragma unroll")
+        loop = w.block(f"for (int round = 0; round < {_rounds(t)}; ++round)")
+    with loop:
+        if held is not None:
+            w.line(f"const int task = threadIdx.x / {WARP} + round * {t.warps};")
+        with w.block(f"if (task < {t.tasks})") if held is not None and t.tasks % t.warps else nullcontext():
+            _task(w, t, across, span, held)
+
+
+def _task(w: KernelWriter, t: MmaTiling, across: int, span: int, held: int | None) -> None:
+    """One warp task: its tiles' products over K, then its outputs (or, held, its sums at the last iteration)."""
+    w.line(f"const int tm = task / {across} * {TILE_M}, tn = task % {across} * {span};" if across > 1
+           else f"const int tm = task * {TILE_M}, tn = 0;")
+    w.line(f"float (&c)[{t.n_tiles}][4] = held{t.node}[round];" if held is not None
+           else f"float c[{t.n_tiles}][4] = {{}};")
+    for a, b, kdim in t.parts:
+        pa, pb = w.pitch(a), w.pitch(b)
+        rows = f"{t.rows} - tm" if t.padded_rows else str(TILE_M)
+        w.line("#pragma unroll 2")
+        with w.block(f"for (int kk = 0; kk < {kdim}; kk += {TILE_K})"):
+            w.line("mirage_frag_a fa;")
+            w.line(f"mirage_load_a(fa, &s{a}[tm * {pa} + kk], {pa}, {rows});")
+            w.line("#pragma unroll")
+            with w.block(f"for (int j = 0; j < {t.n_tiles}; ++j)"):
+                w.line("mirage_frag_b fb;")
+                w.line(f"mirage_load_b(fb, &s{b}[kk * {pb} + tn + j * {TILE_N}], {pb});")
+                w.line("mirage_mma(c[j], fa, fb);")
+    with w.block(f"if (i == {w.bg.forloop_range - 1})") if held is not None else nullcontext():
         w.line(f"const int lane = threadIdx.x % {WARP};")
         w.line("#pragma unroll")
         with w.block(f"for (int j = 0; j < {t.n_tiles}; ++j)"):
@@ -122,8 +168,11 @@ def emit_mma(w: KernelWriter, k: int) -> None:
                 w.line("const int row = tm + lane / 4 + e / 2 * 8;")
                 w.line(f"const int idx = row * {t.cols} + tn + j * {TILE_N} + lane % 4 * 2 + e % 2;")
                 with w.block(f"if (row < {t.rows})") if t.padded_rows else nullcontext():
-                    w.line("float v = c[j][e];")
-                    w.epilogue(k)
+                    if held is not None:
+                        w.line(f"acc{held}[idx] = c[j][e];  // the whole for-loop's sum")
+                    else:
+                        w.line("float v = c[j][e];")
+                        w.epilogue(t.node)
 
 
 def emit_matmul(w: KernelWriter, k: int) -> None:

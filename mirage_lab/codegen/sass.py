@@ -195,9 +195,11 @@ class InstructionMix:
                 out[access_width(m)] += n
         return dict(sorted(out.items(), reverse=True))
 
-    def share_128(self, opcode: str = "LDG") -> float:
-        """Percent of ``opcode``'s instructions that move 128 bits (NaN when it has none)."""
-        widths = self.widths(opcode)
+    def share_128(self, *opcodes: str) -> float:
+        """Percent of the instructions of ``opcodes`` (default LDG) that move 128 bits (NaN when there are none)."""
+        widths: Counter[int] = Counter()
+        for opcode in opcodes or ("LDG",):
+            widths.update(self.widths(opcode))
         total = sum(widths.values())
         return 100.0 * widths.get(128, 0) / total if total else float("nan")
 
@@ -211,6 +213,8 @@ class InstructionMix:
             "STG": self.count("STG"), "STG widths": shown("STG"),
             "LDS widths": shown("LDS"), "STS widths": shown("STS"), "LDSM": self.count("LDSM"),
             "LDGSTS": self.count("LDGSTS"), "LDGSTS widths": shown("LDGSTS"),
+            # every global read, through registers (LDG) or straight to shared memory (LDGSTS)
+            "% global reads 128-bit": round(self.share_128("LDG", "LDGSTS"), 1),
             "DEPBAR": self.count("LDGDEPBAR", "DEPBAR"), "TMA": self.count("UTMALDG", "UBLKCP"),
             "HMMA": self.count("HMMA"), "HGMMA": self.count("HGMMA"),
             "FFMA": self.count("FFMA"), "HFMA2": self.count("HFMA2"),
