@@ -248,7 +248,6 @@ class _Emitter:
         raise UnsupportedOpError(f"the Triton backend has no accumulator {op.value}")
 
     def _accumulate(self, node: Node) -> None:
-        out = self.bg.tensors[node.outputs[0]].dims
         var = f"s{node.outputs[0]}"
         rule = node.op.spec.accum
         assert rule is not None

@@ -24,7 +24,7 @@ from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.tensor import contiguous_strides
 
-__all__ = ["PtxCensus", "contiguous_row_bytes", "matmul_count", "ptx_census", "triton_report"]
+__all__ = ["PtxCensus", "contiguous_row_bytes", "matmul_count", "narrow_tiles", "ptx_census", "triton_report"]
 
 #: cp.async's copy size in bytes is its third operand (Triton writes it in hex: 0x10)
 _CP_ASYNC = re.compile(r"cp\.async\.c[ag]\.shared\.global[\w:.]*\s*\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)")
@@ -75,15 +75,23 @@ def matmul_count(bg: BlockGraph) -> int:
     return sum(1 if n.op is Op.MATMUL else 2 if n.op is Op.CONCAT_THEN_MATMUL else 0 for n in bg.nodes)
 
 
-def contiguous_row_bytes(bg: BlockGraph, in_strides: Sequence[Sequence[int]]) -> int:
-    """The fewest contiguous bytes one row of a loaded tile spans (the tile's extent along the dim of stride 1):
-    fixed by the μGraph's tiling, not by launch parameters."""
+def contiguous_row_bytes(bg: BlockGraph, in_strides: Sequence[Sequence[int]]) -> list[int]:
+    """Per loaded tile, the contiguous bytes one of its rows spans (its extent along the dim of stride 1): fixed
+    by the μGraph's tiling, not by launch parameters."""
     runs = []
     for loader, strides in zip(bg.loaders, in_strides, strict=True):
         t = bg.tensors[loader.outputs[0]]
         unit = [d for d, s in enumerate(strides) if s == 1]
         runs.append((t.dims[unit[-1]] if unit else 1) * t.dtype.itemsize)
-    return min(runs, default=0)
+    return runs
+
+
+def narrow_tiles(bg: BlockGraph, in_strides: Sequence[Sequence[int]], num_warps: int) -> int:
+    """The loaded tiles that cannot be read 128 bits per access: rows not a multiple of 16 bytes, or fewer than 16
+    bytes per thread of the program (a (8, 16) fp16 tile over 256 threads gets one 16-bit value each)."""
+    threads = 32 * num_warps
+    return sum(row % 16 != 0 or bg.tensors[n.outputs[0]].nbytes < 16 * threads
+               for n, row in zip(bg.loaders, contiguous_row_bytes(bg, in_strides), strict=True))
 
 
 def triton_report(graph: KernelGraph | KernelGraphBuilder, archs: Sequence[str] = ARCHS,
@@ -107,7 +115,9 @@ def triton_report(graph: KernelGraph | KernelGraphBuilder, archs: Sequence[str] 
                 "kernel": kern.name, "arch": arch, "num_warps": kern.launch.num_warps,
                 "num_stages": kern.launch.num_stages, "min_extent": kern.launch.min_extent,
                 "launch": kern.launch.origin, "loop": node.body.forloop_range, "matmuls": matmul_count(node.body),
-                "row_bytes": contiguous_row_bytes(node.body, ins), "cp_async": census.cp_async, "tma": census.bulk,
+                "row_bytes": min(contiguous_row_bytes(node.body, ins)),
+                "narrow_tiles": narrow_tiles(node.body, ins, kern.launch.num_warps),
+                "cp_async": census.cp_async, "tma": census.bulk,
                 "mma": census.mma, "wgmma": census.wgmma, "global_loads": census.global_loads,
                 "share_128": round(census.share_128, 3), "shared_bytes": ptx.shared[kern.name],
                 "registers": used.registers if used else None, "spill_bytes": used.spill_bytes if used else None,
