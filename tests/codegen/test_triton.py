@@ -4,6 +4,7 @@ and sm_90 compiled without a GPU, and Triton's CPU interpreter agreeing with the
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from mirage_lab.cli import main
 from mirage_lab.codegen.registry import backend
 from mirage_lab.codegen.triton import triton_module
 from mirage_lab.codegen.triton.kernel import padded
+from mirage_lab.codegen.triton.launch import TritonLaunch
 from mirage_lab.codegen.triton.toolchain import compile_ptx, emulate
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.ops import OPS, Kind, Op
@@ -25,10 +27,11 @@ from mirage_lab.semantics.backend import cupy_available
 ARCHS = ("sm_80", "sm_90")
 
 
-def agrees(graph: ml.KernelGraph, scale: float = 1.0, seed: int = 0) -> float:
-    """The relative error of the graph's Triton module, interpreted on the CPU, against the interpreter (after
-    checking that it compiles for sm_90)."""
-    module = triton_module(graph)
+def agrees(graph: ml.KernelGraph, scale: float = 1.0, seed: int = 0,
+           launches: Mapping[str, TritonLaunch] | None = None) -> float:
+    """The relative error of the graph's Triton module (with ``launches`` by kernel key), interpreted on the CPU,
+    against the interpreter (after checking that it compiles for sm_90)."""
+    module = triton_module(graph, launches)
     assert compile_ptx(module.source, "sm_90").ptx
     inputs = random_inputs(graph, seed=seed, scale=scale)
     got = emulate(module.source, inputs, module.dtype)
@@ -52,6 +55,26 @@ def test_every_fused_benchmark_compiles_and_agrees(name: str) -> None:
         assert all(f".target {arch}" in text for text in ptx.ptx.values())
         assert compile_ptx(triton_module(FUSED[name](8)).source, arch).ptx  # batch 8: PTX only (the CPU is slow)
     assert agrees(graph, input_scale(name)) <= TOLERANCE[module.dtype]
+
+
+def test_other_paddings_and_stages_agree() -> None:
+    """Tiles padded to 64 (what wgmma needs for a small M on sm_90) and 32 give the same results: the padding is
+    loaded as 0 and fed to tl.dot as loaded; the stages and warps change no result."""
+    graph = FUSED["lora"](1)  # three tl.dot, one of them on another dot's result
+    (key,) = (k.key for k in triton_module(graph).kernels.values())
+    for launch in (TritonLaunch(2, 1, 64), TritonLaunch(8, 1, 32)):
+        assert agrees(graph, launches={key: launch}) <= TOLERANCE["float16"], launch
+    g = ml.new_kernel_graph()  # a small M (4) and N (24), the loads of both operands in a 4-iteration loop
+    x = g.new_input(dims=(4, 256), dtype=ml.float16)
+    w = g.new_input(dims=(256, 48), dtype=ml.float16)
+    tb = ml.new_threadblock_graph((2, 1, 1), (128, 1, 1), 4, 64)
+    acc = tb.forloop_accum(tb.matmul(tb.new_input(x, (-1, -1, -1), 1), tb.new_input(w, (1, -1, -1), 0)))
+    tb.new_output(tb.exp(tb.mul_scalar(acc, 0.1)), (1, -1, -1))
+    g.mark_output(g.customized([x, w], tb)[0])
+    looped = g.freeze()
+    (key,) = (k.key for k in triton_module(looped).kernels.values())
+    for launch in (TritonLaunch(4, 4, 64), TritonLaunch(2, 2, 16)):
+        assert agrees(looped, launches={key: launch}) <= TOLERANCE["float16"], launch
 
 
 def test_a_search_result_goes_through_the_same_three_steps(tmp_path: Path) -> None:

@@ -1,24 +1,29 @@
 """One custom kernel (a block graph) as one ``@triton.jit`` function: a program per block of the grid, the
 for-loop as a loop, each tile a Triton tensor.
 
-* **Tiles** are fp32 tensors whose every dim is padded to a power of two (Triton's rule), at least 16 unless
-  the dim is 1 (``tl.dot``'s rule; size-1 dims stay 1 so that broadcasting keeps its meaning). Padding is
-  loaded as 0 and never stored; before anything sums, multiplies across or maxes over a padded dim, the
-  padding is set to the neutral value (``_neutral``), so an op that turned 0 into something else (``exp``)
-  cannot leak into a result.
+* **Tiles** are fp32 tensors whose every dim is padded to a power of two (Triton's rule), at least the launch's
+  ``min_extent`` (16: ``tl.dot``'s rule) unless the dim is 1 (size-1 dims stay 1 so that broadcasting keeps its
+  meaning). Padding is loaded as 0 and never stored; before anything sums, multiplies across or maxes over a
+  padded dim, the padding is set to the neutral value (``_neutral``), so an op that turned 0 into something else
+  (``exp``) cannot leak into a result.
 * **Loaders and savers** address DTensors exactly as the interpreter cuts them (``semantics.interpret``):
   along each dim, the grid axes that map to it, then the for-loop (fmap), then the tile, as mixed-radix digits.
 * **Accumulators** are loop-carried values: reset before the loop, combined each iteration (sum, max, or the
   rescaled sum of online softmax), finalised after it with the op table's ``triton_finalize``.
-* Elementwise ops use the op table's ``triton`` expression; matmuls ``tl.dot`` on operands cast to the
-  graph's storage type (fp32 graphs: ``input_precision="ieee"``), accumulating in fp32.
+* **Loads** stay in the storage type (``h{tid}``, padding 0) and are widened to fp32 (``s{tid}``) for the other
+  ops. A loaded tile enters ``tl.dot`` as loaded, so that the loads feeding the dots of the loop are what Triton's
+  pipeliner turns into asynchronous copies (cp.async) into a ring of ``num_stages`` shared buffers.
+* Elementwise ops use the op table's ``triton`` expression; matmuls ``tl.dot`` on operands in the graph's storage
+  type (fp32 graphs: ``input_precision="ieee"``), accumulating in fp32.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mirage_lab.codegen.triton.launch import TritonLaunch, default_launch, kernel_key, padded
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.graph import BlockGraph, Node
 from mirage_lab.ir.ops import Kind, Op
@@ -32,28 +37,24 @@ AXES = "xyz"
 NEG_INF = 'float("-inf")'
 
 
-def padded(n: int) -> int:
-    """The Triton extent of a tile dim of ``n``: 1 stays 1, otherwise the next power of two, at least 16."""
-    return 1 if n == 1 else max(16, 1 << (n - 1).bit_length())
-
-
 @dataclass
 class TritonKernel:
-    """A generated kernel: its name, its pointer parameters (loaders' DTensors, then savers'), its source."""
+    """A generated kernel: its name, its pointer parameters (loaders' DTensors, then savers'), its source, its
+    launch parameters and the key a tuned launch is filed under (``launch.kernel_key``)."""
 
     name: str
     params: list[str]
     source: str
+    launch: TritonLaunch
+    key: str
 
 
 @dataclass
 class _Tile:
     var: str
     dims: Dims  # the logical tile dims
-
-    @property
-    def pad(self) -> tuple[int, ...]:
-        return tuple(padded(n) for n in self.dims)
+    pad: tuple[int, ...]  # the Triton extents
+    raw: str | None = None  # a loaded tile in its storage type, padding 0 (what tl.dot takes as it is)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class _Emitter:
     in_strides: list[Dims]
     out_strides: list[Dims]
     dtype: str
+    min_extent: int
     lines: list[str] = field(default_factory=list)
     tiles: dict[int, _Tile] = field(default_factory=dict)
     carried: list[str] = field(default_factory=list)  # loop-carried values' resets, emitted before the loop
@@ -75,12 +77,12 @@ class _Emitter:
         out = []
         for d, n in enumerate(dims):
             index = ", ".join(":" if e == d else "None" for e in range(rank))
-            self.ranges.add(padded(n))
-            out.append(f"r{padded(n)}[{index}]")
+            self.ranges.add(self._pad(n))
+            out.append(f"r{self._pad(n)}[{index}]")
         return out
 
     def _mask(self, dims: Dims) -> str | None:
-        parts = [f"({r} < {n})" for r, n in zip(self._aranges(dims), dims, strict=True) if padded(n) != n]
+        parts = [f"({r} < {n})" for r, n in zip(self._aranges(dims), dims, strict=True) if self._pad(n) != n]
         return " & ".join(parts) if parts else None
 
     def _offsets(self, dims: Dims, strides: Dims, digits: list[list[tuple[str, int]]]) -> str:
@@ -106,8 +108,9 @@ class _Emitter:
         i = bg.loaders.index(node)
         off = self._offsets(tile, self.in_strides[i], digits)
         mask = self._mask(tile)
-        load = f"tl.load(in{i} + {off}" + (f", mask={mask}, other=0.0)" if mask else ")")
-        self._define(node.outputs[0], f"{load}.to(tl.float32)", indent=2)
+        raw = f"h{node.outputs[0]}"
+        self.lines.append(f"        {raw} = tl.load(in{i} + {off}" + (f", mask={mask}, other=0.0)" if mask else ")"))
+        self._define(node.outputs[0], f"{raw}.to(tl.float32)", indent=2).raw = raw
 
     def _store(self, node: Node) -> None:
         bg = self.bg
@@ -122,8 +125,15 @@ class _Emitter:
         self.lines.append(f"    tl.store(out{i} + {off}, {value}" + (f", mask={mask})" if mask else ")"))
 
     # -- values ------------------------------------------------------------------------------------------------
+    def _pad(self, n: int) -> int:
+        return padded(n, self.min_extent)
+
+    def _tile(self, var: str, tid: int) -> _Tile:
+        dims = self.bg.tensors[tid].dims
+        return _Tile(var, dims, tuple(self._pad(n) for n in dims))
+
     def _define(self, tid: int, expr: str, indent: int) -> _Tile:
-        tile = _Tile(f"s{tid}", self.bg.tensors[tid].dims)
+        tile = self._tile(f"s{tid}", tid)
         self.tiles[tid] = tile
         self.lines.append("    " * indent + f"{tile.var} = {expr}")
         return tile
@@ -131,13 +141,19 @@ class _Emitter:
     def _neutral(self, tile: _Tile, value: str = "0.0") -> str:
         """``tile``'s variable with its padding set to ``value`` (itself when nothing is padded)."""
         mask = self._mask(tile.dims)
-        return tile.var if mask is None else f"tl.where({mask}, {tile.var}, {value})"
+        if mask is None or (tile.raw is not None and value == "0.0"):  # a load's padding is already 0
+            return tile.var
+        return f"tl.where({mask}, {tile.var}, {value})"
+
+    def _operand(self, tile: _Tile) -> str:
+        """``tile`` in the storage type with its padding 0: a load as loaded, any other tile masked and cast."""
+        if tile.raw is not None:
+            return tile.raw
+        return self._neutral(tile) if self.dtype == "float32" else f"{self._neutral(tile)}.to({TL_DTYPES[self.dtype]})"
 
     def _dot(self, a: _Tile, b: _Tile) -> str:
-        if self.dtype == "float32":
-            return f"tl.dot({self._neutral(a)}, {self._neutral(b)}, input_precision=\"ieee\")"
-        tl_type = TL_DTYPES[self.dtype]
-        return f"tl.dot({self._neutral(a)}.to({tl_type}), {self._neutral(b)}.to({tl_type}))"
+        ieee = ", input_precision=\"ieee\"" if self.dtype == "float32" else ""
+        return f"tl.dot({self._operand(a)}, {self._operand(b)}{ieee})"
 
     def _compute(self, node: Node, indent: int) -> None:
         ins = [self.tiles[t] for t in node.inputs]
@@ -175,10 +191,10 @@ class _Emitter:
         g = self.bg.reduction_dimx if groups is None else groups
         d = dim % len(tile.dims)
         n, p = tile.dims[d], tile.pad[d]
-        if n % g or p % g or g & (g - 1) or padded(g) != g:
+        if n % g or p % g or g & (g - 1) or self._pad(g) != g:
             raise UnsupportedOpError(f"the Triton backend sums {n} entries to {g} groups only when both are powers "
-                                     "of two, at least 16 (Triton's reshape keeps powers of two); use the CUDA "
-                                     "backend for this graph")
+                                     f"of two, at least the padding's {self.min_extent} (Triton's reshape keeps "
+                                     "powers of two); use the CUDA backend for this graph")
         shape = [*tile.pad[:d], p // g, g, *tile.pad[d + 1:]]
         return f"tl.sum(tl.reshape({self._neutral(tile)}, {tuple(shape)}), axis={d})"
 
@@ -214,7 +230,7 @@ class _Emitter:
         return f"tl.reshape(tl.permute(tl.join({a.var}, {b.var}), {order}), {shape})"
 
     def _padded(self, tid: int) -> tuple[int, ...]:
-        return tuple(padded(n) for n in self.bg.tensors[tid].dims)
+        return tuple(self._pad(n) for n in self.bg.tensors[tid].dims)
 
     # -- accumulators ------------------------------------------------------------------------------------------
     def _contribution(self, node: Node) -> str:
@@ -232,7 +248,6 @@ class _Emitter:
         raise UnsupportedOpError(f"the Triton backend has no accumulator {op.value}")
 
     def _accumulate(self, node: Node) -> None:
-        out = self.bg.tensors[node.outputs[0]].dims
         var = f"s{node.outputs[0]}"
         rule = node.op.spec.accum
         assert rule is not None
@@ -243,7 +258,7 @@ class _Emitter:
             self.lines.append(f"        {var} = tl.maximum({var}, {contrib})")
         else:  # rescale: acc ← acc·s_i + x_i
             self.lines.append(f"        {var} = {var} * {self.tiles[node.inputs[1]].var} + {contrib}")
-        self.tiles[node.outputs[0]] = _Tile(var, out)
+        self.tiles[node.outputs[0]] = self._tile(var, node.outputs[0])
 
     def _reset(self, node: Node) -> str:
         pad = self._padded(node.outputs[0])
@@ -261,7 +276,7 @@ class _Emitter:
         self.lines.append(f"    {var} = {rule.triton_finalize.format(v=var, count=count)}")
 
     # -- the kernel ----------------------------------------------------------------------------------------------
-    def emit(self) -> TritonKernel:
+    def emit(self, launch: TritonLaunch, key: str) -> TritonKernel:
         bg = self.bg
         ins = [f"in{i}" for i in range(len(bg.loaders))]
         outs = [f"out{i}" for i in range(len(bg.savers))]
@@ -289,7 +304,7 @@ class _Emitter:
             self._store(node)
         first = 2 + sum(bg.grid[a] > 1 for a in range(3))  # after the signature and the program ids
         self.lines[first:first] = [f"    r{n} = tl.arange(0, {n})" for n in sorted(self.ranges)]
-        return TritonKernel(self.name, ins + outs, "\n".join(self.lines))
+        return TritonKernel(self.name, ins + outs, "\n".join(self.lines), launch, key)
 
     def _post(self, node: Node) -> bool:
         return any(self.bg.tensors[t].post_loop for t in node.outputs)
@@ -301,8 +316,12 @@ def _literal(v: float) -> str:
     return repr(f) if math.isfinite(f) else f'float("{f}")'
 
 
-def emit_kernel(bg: BlockGraph, name: str, in_strides: list[Dims], out_strides: list[Dims],
-                dtype: str) -> TritonKernel:
+def emit_kernel(bg: BlockGraph, name: str, in_strides: list[Dims], out_strides: list[Dims], dtype: str,
+                launches: Mapping[str, TritonLaunch] | None = None) -> TritonKernel:
     """``bg`` as a Triton kernel ``name``: loader i reads ``in{i}`` laid out with ``in_strides[i]``, saver i
-    writes ``out{i}`` with ``out_strides[i]``; ``dtype`` is the graph's storage type ("float16", …)."""
-    return _Emitter(bg, name, in_strides, out_strides, dtype).emit()
+    writes ``out{i}`` with ``out_strides[i]``; ``dtype`` is the graph's storage type ("float16", …). Its launch
+    parameters (which set the padding, and are recorded on the kernel) are ``launches[key]`` when given for its
+    ``kernel_key``, else ``default_launch(bg)``."""
+    key = kernel_key(bg, in_strides, out_strides)
+    launch = (launches or {}).get(key) or default_launch(bg)
+    return _Emitter(bg, name, in_strides, out_strides, dtype, launch.min_extent).emit(launch, key)

@@ -2,14 +2,18 @@
 
 The module defines one ``@triton.jit`` kernel per custom kernel (predefined kernel ops are lowered to one-op
 custom kernels first, as for CUDA), ``KERNELS`` (each kernel's pointer signature, for ahead-of-time
-compilation) and ``run(*inputs)``: torch tensors in (on a CUDA device, or on the CPU under
+compilation), ``LAUNCH`` (each kernel's num_warps and num_stages, which ``run`` passes at launch and ahead-of-time
+compilation uses too) and ``run(*inputs)``: torch tensors in (on a CUDA device, or on the CPU under
 ``TRITON_INTERPRET=1``), the graph's outputs out, in order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mirage_lab.codegen.plan import prepare
 from mirage_lab.codegen.triton.kernel import TritonKernel, emit_kernel
+from mirage_lab.codegen.triton.launch import TritonLaunch
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
@@ -36,6 +40,11 @@ class TritonModule:
 
     def __init__(self, graph: KernelGraph, kernels: dict[int, TritonKernel], dtype: str, source: str) -> None:
         self.graph, self.kernels, self.dtype, self.source = graph, kernels, dtype, source
+
+    @property
+    def launches(self) -> dict[str, TritonLaunch]:
+        """Each kernel's launch parameters, by kernel name."""
+        return {k.name: k.launch for k in self.kernels.values()}
 
     def signatures(self) -> dict[str, dict[str, str]]:
         """Each kernel's parameters and their Triton types (all pointers to the storage dtype)."""
@@ -71,13 +80,17 @@ def _launcher(g: KernelGraph, kernels: dict[int, TritonKernel], dtype: str) -> l
         for t in node.outputs:
             lines.append(f"    t[{t}] = torch.empty({g.tensors[t].dims}, dtype=torch.{dtype}, device=device)")
         args = ", ".join(f"t[{t}]" for t in (*node.inputs, *node.outputs))
-        lines.append(f"    {kernels[k].name}[{tuple(node.body.grid)}]({args})")
+        options = "".join(f", {name}={value}" for name, value in kernels[k].launch.options().items())
+        lines.append(f"    {kernels[k].name}[{tuple(node.body.grid)}]({args}{options})")
     lines.append(f"    return [{', '.join(f't[{o}]' for o in g.outputs)}]")
     return lines
 
 
-def triton_module(graph: KernelGraph | KernelGraphBuilder) -> TritonModule:
-    """``graph`` as a Triton module (``TritonModule.source`` is the file's text)."""
+def triton_module(graph: KernelGraph | KernelGraphBuilder,
+                  launches: Mapping[str, TritonLaunch] | None = None) -> TritonModule:
+    """``graph`` as a Triton module (``TritonModule.source`` is the file's text). A kernel whose ``kernel_key``
+    ``launches`` holds (a tuned table's, or a sweep's candidate) is launched and padded with those parameters,
+    the others with their defaults."""
     g = prepare(graph)
     dtype = _dtype(g)
     strides = {n.outputs[0]: tuple(n.attr("strides")) for n in g.nodes
@@ -88,15 +101,17 @@ def triton_module(graph: KernelGraph | KernelGraphBuilder) -> TritonModule:
             assert node.body is not None
             ins = [strides.get(t, contiguous_strides(g.tensors[t].dims)) for t in node.inputs]
             outs = [contiguous_strides(g.tensors[t].dims) for t in node.outputs]
-            kernels[k] = emit_kernel(node.body, f"kernel_{k}", ins, outs, dtype)
+            kernels[k] = emit_kernel(node.body, f"kernel_{k}", ins, outs, dtype, launches)
     what = f"{len(kernels)} kernels, {dtype}, μGraph {g.canonical_hash()[:12]}"
     parts = [HEADER.format(what=what), *("\n\n" + kern.source for kern in kernels.values())]
     kinds = "\n\nKERNELS = " + repr({kern.name: dict.fromkeys(kern.params, TRITON_TYPES[dtype])
                                       for kern in kernels.values()})
+    kinds += "\nLAUNCH = " + repr({kern.name: kern.launch.options() for kern in kernels.values()})
     source = "".join(parts) + kinds + "\n".join(_launcher(g, kernels, dtype)) + "\n"
     return TritonModule(g, kernels, dtype, source)
 
 
-def generate_triton(graph: KernelGraph | KernelGraphBuilder) -> str:
+def generate_triton(graph: KernelGraph | KernelGraphBuilder,
+                    launches: Mapping[str, TritonLaunch] | None = None) -> str:
     """The Triton source of ``graph``: its kernels and a launcher, ``run(*inputs)``, that takes torch tensors."""
-    return triton_module(graph).source
+    return triton_module(graph, launches).source

@@ -4,7 +4,11 @@
   its hash and imported from there only when the file still matches the hash recorded when we wrote it
   (Triton's ``@jit`` needs a real file: it reads the kernel's source back).
 * ``compile_ptx``: ahead-of-time PTX for an sm_XX target with no GPU present (``triton.compile`` with an
-  explicit ``GPUTarget``), as nvcc --ptx does for the CUDA backend.
+  explicit ``GPUTarget``), as nvcc --ptx does for the CUDA backend, with each kernel's launch parameters (the
+  module's ``LAUNCH``) and its pointers marked 16-byte aligned, as Triton's JIT marks the torch tensors it is
+  launched with: without that, no access is wider than the alignment Triton can prove and no load becomes an
+  asynchronous copy. ``resources=True`` also assembles each kernel with Triton's ptxas (``-v``): registers and
+  spills.
 * ``emulate``: the module run on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``). The variable must be
   set before Triton is first imported, so the run happens in a child process; arrays cross as ``.npy`` files
   (bf16 as float32).
@@ -21,7 +25,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -29,13 +33,18 @@ import numpy as np
 
 from mirage_lab.cache import HashedStore
 from mirage_lab.codegen.arch import check_arch
+from mirage_lab.codegen.compile import KernelResources, parse_ptxas
 from mirage_lab.errors import InputError, MirageError
 
-__all__ = ["PtxKernels", "compile_ptx", "emulate", "load_module", "module_path", "triton_available"]
+__all__ = ["PtxKernels", "compile_ptx", "emulate", "load_module", "module_path", "ptxas_resources",
+           "triton_available"]
 
 STORE = HashedStore("triton")
 _LOADED: dict[str, ModuleType] = {}
 EMULATE_TIMEOUT_S = 600
+#: the register-allocation flag Triton 3.9 passes to ptxas when it builds a kernel's cubin (a ptxas 13 workaround):
+#: passed here too, so that the registers and spills reported are those of the cubin Triton loads on a device
+PTXAS_FLAGS = ("--regAllocOptLevel=2",)
 
 
 def triton_available() -> bool:
@@ -74,18 +83,24 @@ def load_module(source: str) -> ModuleType:
 
 @dataclass(frozen=True)
 class PtxKernels:
-    """Each kernel's PTX for one target, and how long Triton took."""
+    """Each kernel's PTX for one target, the launch options it was compiled with, the shared memory Triton
+    allocates (dynamic, so ptxas does not count it), ptxas's registers and spills (with ``resources=True``), and
+    how long it all took."""
 
     arch: str
     ptx: dict[str, str]
     seconds: float
+    options: dict[str, dict[str, int]] = field(default_factory=dict)
+    shared: dict[str, int] = field(default_factory=dict)
+    resources: dict[str, KernelResources] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"PtxKernels({self.arch}: {len(self.ptx)} kernels, {sum(map(len, self.ptx.values()))} chars)"
 
 
-def compile_ptx(source: str, arch: str = "sm_80") -> PtxKernels:
-    """Compile every kernel of the generated module ``source`` to PTX for ``arch`` (sm_80, sm_90, …); no GPU needed."""
+def compile_ptx(source: str, arch: str = "sm_80", *, resources: bool = False) -> PtxKernels:
+    """Compile every kernel of the generated module ``source`` to PTX for ``arch`` (sm_80, sm_90, …); no GPU needed.
+    With ``resources``, also each kernel's registers and spill bytes from ptxas -v."""
     if not check_arch(arch)[3:].isdigit():  # Triton's GPUTarget takes the capability as a number
         raise InputError(f"Triton compiles for a plain sm_XX target, not {arch!r}; use e.g. sm_80 or sm_90")
     _need("compiling Triton kernels")
@@ -93,18 +108,43 @@ def compile_ptx(source: str, arch: str = "sm_80") -> PtxKernels:
     from triton.backends.compiler import GPUTarget
 
     module = load_module(source)
+    launch = getattr(module, "LAUNCH", {})
     start = time.perf_counter()
-    out = {}
+    out, shared, used = {}, {}, {}
     for name, signature in module.KERNELS.items():
-        src = triton.compiler.ASTSource(fn=getattr(module, name), signature=signature, constexprs={})
+        aligned = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind[0] == "*"}
+        src = triton.compiler.ASTSource(fn=getattr(module, name), signature=signature, constexprs={}, attrs=aligned)
         try:
             with warnings.catch_warnings():  # Triton 3.9 warns, once, that its fp-fusion default will change
                 warnings.simplefilter("ignore", UserWarning)
-                compiled = triton.compile(src, target=GPUTarget("cuda", int(arch[3:]), 32))
+                compiled = triton.compile(src, target=GPUTarget("cuda", int(arch[3:]), 32),
+                                          options=dict(launch.get(name, {})))
         except Exception as e:  # Triton's compile errors are of many types; name the kernel and the target
             raise MirageError(f"Triton could not compile {name} for {arch}: {type(e).__name__}: {e}") from None
-        out[name] = compiled.asm["ptx"]
-    return PtxKernels(arch, out, time.perf_counter() - start)
+        out[name], shared[name] = compiled.asm["ptx"], int(compiled.metadata.shared)
+        if resources:
+            used[name] = ptxas_resources(out[name], int(arch[3:]))[name]
+    return PtxKernels(arch, out, time.perf_counter() - start, dict(launch), shared, used)
+
+
+def ptxas_resources(ptx: str, capability: int) -> dict[str, KernelResources]:
+    """Registers, static shared memory and spill bytes of each entry of Triton's ``ptx``, from the ptxas Triton
+    ships (the one its PTX is written for), assembling for the architecture Triton targets (sm_90a on sm_90)."""
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+    ptxas = get_ptxas(capability).path
+    with STORE.scratch() as tmp:
+        (tmp / "kernel.ptx").write_text(ptx)
+        proc = subprocess.run([ptxas, "-v", *PTXAS_FLAGS, f"--gpu-name={sm_arch_from_capability(capability)}",
+                               str(tmp / "kernel.ptx"), "-o", str(tmp / "kernel.cubin")],
+                              capture_output=True, text=True, timeout=EMULATE_TIMEOUT_S, check=False)
+    if proc.returncode != 0:
+        raise MirageError(f"ptxas ({ptxas}) rejected Triton's PTX for sm_{capability}:\n{_tail(proc.stderr)}")
+    found = parse_ptxas(proc.stdout + proc.stderr)
+    if not found:
+        raise MirageError(f"ptxas -v printed no resource usage for sm_{capability}; its output was:\n"
+                          f"{_tail(proc.stdout + proc.stderr)}")
+    return found
 
 
 _CHILD = """
