@@ -103,6 +103,7 @@ __attribute__((constructor)) static void mirage_init_h2f() {
 static inline float __half2float(__half h) { uint16_t u; std::memcpy(&u, &h, 2); return mirage_h2f[u]; }
 static inline __half __float2half(float f) { return (__half)f; }
 static inline float2 __half22float2(__half2 h) { return {__half2float(h.x), __half2float(h.y)}; }
+static inline __half2 __floats2half2_rn(float a, float b) { return {__float2half(a), __float2half(b)}; }
 
 // bf16 in software (GCC 12 has no __bf16 arithmetic): the top half of an fp32. Widening is exact; narrowing
 // rounds to nearest even, and a NaN stays a NaN, as __float2bfloat16 does (numpy's side: codegen/storage.py).
@@ -343,7 +344,8 @@ def cpu_source(source: str) -> str:
     body = SMEM_DECL.sub("char* smem = mirage_smem;", source)
     for header in ("#include <cuda_fp16.h>", "#include <cuda_bf16.h>", "#include <mma.h>"):  # the shim has them
         body = body.replace(header, "")
-    for ty in ("uint4", "const uint4", "uint2", "const uint2", "uint1", "const uint1"):  # checked, same parentheses
+    vectors = ("uint4", "const uint4", "uint2", "const uint2", "uint1", "const uint1", "__half2")
+    for ty in vectors:  # checked, same parentheses
         body = body.replace(f"reinterpret_cast<{ty}*>(", f"mirage_vec<{ty}>(")
     launchers = [f'extern "C" void launch_{n}(void** a, int gx, int gy, int gz, int threads, int smem, int mode) '
                  f"{{ mirage_launch(mirage_thunk<{n}>, a, gx, gy, gz, threads, smem, mode); }}" for n in names]

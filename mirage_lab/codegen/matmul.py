@@ -7,7 +7,8 @@ runs as warp-level ``mma.sync.m16n8k16`` products with fp32 accumulation, throug
 again: small M padded in registers) and 16×8 B fragments from the shared-memory tiles. Each warp task is a
 16-row band by ``n_tiles`` 8-column tiles, sharing one A fragment per K step; each lane then applies the fused
 epilogue to the four outputs per tile it holds, from registers (lane l holds rows l/4 and l/4 + 8, columns
-2·(l%4) and the next). The task loop is warp-uniform, as ``mma.sync`` needs every lane of the warp.
+2·(l%4) and the next), storing each row's two as one ``__half2``. The task loop is warp-uniform, as
+``mma.sync`` needs every lane of the warp.
 """
 
 from __future__ import annotations
@@ -91,20 +92,22 @@ def _strip_products(w: KernelWriter, b: int, width: int) -> None:
         w.line("sum[2 * j + 1] += x * f.y;")
 
 
-#: the most fp32 accumulators per lane a matmul may keep in registers across the for-loop
-MAX_HELD = 64
+#: the most fp32 sums per lane a kernel keeps in registers across the for-loop: more made ptxas spill (sm_80,
+#: the search's GQA kernel at 2 rounds × 4 tiles × 4 = 32 beside its attention tiles' addresses)
+MAX_HELD = 16
 
 
 def held_in_registers(w: KernelWriter) -> dict[int, int]:
     """Tensor-core matmul → the ``accum_no_red`` it feeds directly, for those whose sums stay in registers across
     the for-loop (each warp owns the same tasks every iteration), written to the accumulator once, in the last
-    iteration, instead of added to shared memory every iteration."""
-    out = {}
-    for k, t in w.mma.items():
+    iteration, instead of added to shared memory every iteration; in node order, within ``MAX_HELD``."""
+    out, held = {}, 0
+    for k, t in sorted(w.mma.items()):
         chain = w.schedule.chain(k)
+        size = _rounds(t) * t.n_tiles * 4
         if (w.bg.forloop_range > 1 and len(chain) == 1 and w.bg.nodes[chain[0]].op is Op.ACCUM_NO_RED
-                and _rounds(t) * t.n_tiles * 4 <= MAX_HELD):
-            out[k] = chain[0]
+                and held + size <= MAX_HELD):
+            out[k], held = chain[0], held + size
     return out
 
 
@@ -164,15 +167,16 @@ def _task(w: KernelWriter, t: MmaTiling, across: int, span: int, held: int | Non
         w.line("#pragma unroll")
         with w.block(f"for (int j = 0; j < {t.n_tiles}; ++j)"):
             w.line("#pragma unroll")
-            with w.block("for (int e = 0; e < 4; ++e)"):
-                w.line("const int row = tm + lane / 4 + e / 2 * 8;")
-                w.line(f"const int idx = row * {t.cols} + tn + j * {TILE_N} + lane % 4 * 2 + e % 2;")
+            with w.block("for (int h = 0; h < 2; ++h)"):  # rows lane / 4 and lane / 4 + 8: two columns each
+                w.line("const int row = tm + lane / 4 + h * 8;")
+                w.line(f"const int pair = row * {t.cols} + tn + j * {TILE_N} + lane % 4 * 2;")
                 with w.block(f"if (row < {t.rows})") if t.padded_rows else nullcontext():
                     if held is not None:
-                        w.line(f"acc{held}[idx] = c[j][e];  // the whole for-loop's sum")
+                        w.line(f"acc{held}[pair] = c[j][2 * h];  // the whole for-loop's sums")
+                        w.line(f"acc{held}[pair + 1] = c[j][2 * h + 1];")
                     else:
-                        w.line("float v = c[j][e];")
-                        w.epilogue(t.node)
+                        w.line("float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];")
+                        w.epilogue_pair(t.node)
 
 
 def emit_matmul(w: KernelWriter, k: int) -> None:

@@ -102,6 +102,23 @@ class KernelWriter:
                 self.line(s)
             self.epilogue(k)
 
+    def epilogue_pair(self, k: int) -> None:
+        """Node k's fused chain applied to ``v0`` and ``v1`` (output elements ``pair`` and ``pair + 1``, in one row),
+        stored as one 32-bit ``__half2`` where the chain ends in an fp16 tile; element by element otherwise."""
+        chain = [self.bg.nodes[j] for j in self.schedule.chain(k)]
+        out = chain[-1].outputs[0] if chain else self.bg.nodes[k].outputs[0]
+        if any(n.kind is Kind.ACCUM for n in chain) or self.bg.tensors[out].dtype is not DType.FLOAT16:
+            for v, at in (("v0", "pair"), ("v1", "pair + 1")):
+                with self.block(""):
+                    self.line(f"const int idx = {at};")
+                    self.line(f"float v = {v};")
+                    self.epilogue(k)
+            return
+        for fused in chain:
+            for v in ("v0", "v1"):
+                self.line(f"{v} = {UNARY_EXPR[fused.op](v, fused)};  // fused {fused.op.value}")
+        self.line(f"*reinterpret_cast<__half2*>(&s{out}[{self.offset(out, 'pair')}]) = __floats2half2_rn(v0, v1);")
+
     def epilogue(self, k: int) -> None:
         """Node k's fused chain applied to ``v`` (its output element ``idx``), then the store."""
         out = self.bg.nodes[k].outputs[0]

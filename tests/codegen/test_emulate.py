@@ -181,13 +181,32 @@ def test_tensor_cores_are_used_and_a_wrong_fragment_layout_is_caught(schedule: s
     """Lane l holds rows l/4 and l/4 + 8 of its tile; reading c[2], c[3] as the first row's is caught."""
     _, src, _ = _lora_source()
     assert src.count("mirage_mma(c[j], fa, fb);") == 3
-    bad = _broken(src, "const int row = tm + lane / 4 + e / 2 * 8;", "const int row = tm + lane / 4 + e % 2 * 8;")
+    bad = _broken(src, "const int row = tm + lane / 4 + h * 8;", "const int row = tm + lane / 4 + (1 - h) * 8;")
     assert not worst_error(_errors("lora", source=bad, schedule=schedule)) < FP16_TOL
+
+
+def test_register_sums_are_written_once_at_the_last_iteration() -> None:
+    """RMSNorm's matmul keeps its sums in registers over the 32 iterations; writing them one iteration early
+    loses the last tile's products."""
+    src, _ = _rmsnorm_ring()
+    assert "float held3[1][1][4] = {};" in src and "acc4[pair] = c[j][2 * h];" in src
+    assert "acc4[idx] +=" not in src  # no shared-memory update per iteration
+    bad = _broken(src, "if (i == 31) {", "if (i == 30) {")
+    assert not worst_error(_errors("rmsnorm", source=bad)) < FP16_TOL
+
+
+def test_paired_half_stores_keep_their_order() -> None:
+    """A lane stores its two adjacent outputs of a row as one __half2; swapping them is caught."""
+    _, src, _ = _lora_source()
+    assert src.count("= __floats2half2_rn(v0, v1);") == 3
+    bad = _broken(src, "= __floats2half2_rn(v0, v1);", "= __floats2half2_rn(v1, v0);")
+    assert not worst_error(_errors("lora", source=bad)) < FP16_TOL
 
 
 def test_small_m_runs_on_tensor_cores_and_its_padding_rows_are_dropped() -> None:
     """RMSNorm bs1's 2-row tile is padded to 16 rows in registers; the products of the padding rows must not be
-    stored: here the third row's would land in the row sums' accumulator, which W (scaled up) makes visible."""
+    stored: here the third row's would land past the plan or in the row sums' accumulator, which W (scaled up)
+    makes visible."""
     graph, (x, w), _ = _case("rmsnorm", None)
     ins = [x, (w.astype(np.float32) * 10).astype(np.float16)]
     want = ml.interpret(graph, [a.astype(np.float64) for a in ins])
@@ -195,8 +214,12 @@ def test_small_m_runs_on_tensor_cores_and_its_padding_rows_are_dropped() -> None
     assert "mirage_load_a(fa, &s0[tm * 136 + kk], 136, 2 - tm);" in src
     good = run_cuda_on_cpu(graph, ins, source=src)
     assert relative_error(good[0].astype(np.float64), want[0]) < FP16_TOL
-    bad = run_cuda_on_cpu(graph, ins, source=_broken(src, "if (row < 2) {", "if (row < 3) {"))
-    assert not relative_error(bad[0].astype(np.float64), want[0]) < FP16_TOL
+    try:  # the third row's sums land past the accumulators: past the plan, or on the row sums
+        bad = run_cuda_on_cpu(graph, ins, source=_broken(src, "if (row < 2) {", "if (row < 3) {"))
+    except EmulationError as e:
+        assert "write past the planned shared memory" in str(e)
+    else:
+        assert not relative_error(bad[0].astype(np.float64), want[0]) < FP16_TOL
 
 
 @pytest.mark.parametrize("flag", ["tensor_cores", "padding"])

@@ -180,10 +180,14 @@ def test_padding_gives_row_walked_tiles_an_odd_number_of_chunks() -> None:
     assert padded == {0: (64, 72), 1: (128, 136), 2: (64, 72), 4: (128, 136)}  # Q, K, V and exp(Q·K)
     assert all(lay.pitch * lay.itemsize // CHUNK % 2 == 1 for lay in layouts.values() if lay.padded)
     assert not any(lay.padded for lay in plan_kernel(bg, CodegenOptions(padding=False)).layouts.values())
-    # the search's GatedMLP: X, both matmuls' A, is padded; W1 and W2 are read a 16-byte strip per row: dense
+    # the search's GatedMLP: X (both matmuls' A) and W1, W2 (1024 × 16: 32-byte rows, which ldmatrix reads 8 at a
+    # time) are padded on tensor cores; on CUDA cores W1 and W2 are read a 16-byte strip per row: dense
     from tests.codegen.graphs import search_best
-    gated = plan_kernel(search_best("gated_mlp_bs1").block_graphs[0], CodegenOptions()).layouts
-    assert [gated[t].padded for t in (0, 1, 2)] == [True, False, False]
+    bg = search_best("gated_mlp_bs1").block_graphs[0]
+    gated = plan_kernel(bg, CodegenOptions()).layouts
+    assert [gated[t].padded for t in (0, 1, 2)] == [True, True, True]
+    scalar = plan_kernel(bg, CodegenOptions(tensor_cores=False)).layouts
+    assert [scalar[t].padded for t in (0, 1, 2)] == [True, False, False]
 
 
 def test_padding_is_dropped_where_it_would_not_fit() -> None:

@@ -37,6 +37,9 @@ IN_FLIGHT_BYTES = 16 * 1024
 #: Triton's own scratch (layout conversions, reductions)
 STAGE_BUDGET_BYTES = 128 * 1024
 MAX_STAGES = 4
+#: at least two buffers where the loop and the budget allow: with one (2 stages), ptxas spilled 368 bytes on sm_80
+#: for the search's GatedMLP b8 kernel at 8 warps (255 registers), and needed 108 registers without spills at 3
+MIN_BUFFERS = 2
 
 
 def padded(n: int, min_extent: int = DOT_MIN) -> int:
@@ -89,18 +92,18 @@ def default_launch(bg: BlockGraph, min_extent: int = DOT_MIN) -> TritonLaunch:
     GatedMLP kernels).
 
     Stages: 1 when the loop runs once (nothing to overlap), else enough that the buffers in flight hold
-    ``IN_FLIGHT_BYTES``, at most ``MAX_STAGES`` or the loop's length and within ``STAGE_BUDGET_BYTES``. Triton
-    allocates num_stages − 1 buffers of the loop's input tiles (measured: 12, 24, 36 KiB at 2, 3, 4 stages for
-    12 KiB of tiles), and at 1 stage passes the tiles through shared memory for ``tl.dot`` anyway, so 2 stages
-    cost no more shared memory than 1."""
+    ``IN_FLIGHT_BYTES`` (and at least ``MIN_BUFFERS``), at most ``MAX_STAGES`` or the loop's length and within
+    ``STAGE_BUDGET_BYTES``. Triton allocates num_stages − 1 buffers of the loop's input tiles (measured: 12, 24, 36
+    KiB at 2, 3, 4 stages for 12 KiB of tiles), and at 1 stage passes the tiles through shared memory for ``tl.dot``
+    anyway, so 2 stages cost no more shared memory than 1."""
     largest = max(_tile_elements(bg, t, min_extent) for t in range(len(bg.tensors)))
     warps = 8 if largest >= 16 * 1024 else 4 if largest >= 2 * 1024 else 2
     if bg.forloop_range == 1:
         return TritonLaunch(warps, 1, min_extent)
     per_stage = sum(_tile_elements(bg, n.outputs[0], min_extent) * bg.tensors[n.outputs[0]].dtype.itemsize
                     for n in bg.nodes if n.op is Op.INPUT)
-    buffers = min(math.ceil(IN_FLIGHT_BYTES / max(per_stage, 1)), MAX_STAGES - 1, bg.forloop_range - 1,
-                  max(1, STAGE_BUDGET_BYTES // max(per_stage, 1)))
+    wanted = max(MIN_BUFFERS, math.ceil(IN_FLIGHT_BYTES / max(per_stage, 1)))
+    buffers = min(wanted, MAX_STAGES - 1, bg.forloop_range - 1, max(1, STAGE_BUDGET_BYTES // max(per_stage, 1)))
     return TritonLaunch(warps, 1 + buffers, min_extent)
 
 

@@ -155,6 +155,8 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   for (int idx = threadIdx.x; idx < 256; idx += 128) {
     acc6[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held3[1][1][4] = {};  // matmul 3's sums over the for-loop
+  float held5[1][1][4] = {};  // matmul 5's sums over the for-loop
   for (int i = 0; i < 64; ++i) {
     mirage_cp_async_wait<2>();  // this thread's copies of iteration i have landed
     __half* const s0 = s0_ring + (i % 4) * 568;
@@ -190,10 +192,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s3 = matmul(s0, s1)
     {
-      // 4 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 4; task += 4) {
+      // 4 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
         const int tm = task / 4 * 16, tn = task % 4 * 8;
-        float c[1][4] = {};
+        float (&c)[1][4] = held3[round];
         #pragma unroll 2
         for (int kk = 0; kk < 64; kk += 16) {
           mirage_frag_a fa;
@@ -205,16 +209,18 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
             mirage_mma(c[j], fa, fb);
           }
         }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) {
+        if (i == 63) {
+          const int lane = threadIdx.x % 32;
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 32 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            if (row < 8) {
-              float v = c[j][e];
-              acc4[idx] += v;  // accum_no_red
+          for (int j = 0; j < 1; ++j) {
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tm + lane / 4 + h * 8;
+              const int pair = row * 32 + tn + j * 8 + lane % 4 * 2;
+              if (row < 8) {
+                acc4[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc4[pair + 1] = c[j][2 * h + 1];
+              }
             }
           }
         }
@@ -222,10 +228,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     }
     // s5 = matmul(s0, s2)
     {
-      // 4 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 4; task += 4) {
+      // 4 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
         const int tm = task / 4 * 16, tn = task % 4 * 8;
-        float c[1][4] = {};
+        float (&c)[1][4] = held5[round];
         #pragma unroll 2
         for (int kk = 0; kk < 64; kk += 16) {
           mirage_frag_a fa;
@@ -237,16 +245,18 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
             mirage_mma(c[j], fa, fb);
           }
         }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) {
+        if (i == 63) {
+          const int lane = threadIdx.x % 32;
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 32 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            if (row < 8) {
-              float v = c[j][e];
-              acc6[idx] += v;  // accum_no_red
+          for (int j = 0; j < 1; ++j) {
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tm + lane / 4 + h * 8;
+              const int pair = row * 32 + tn + j * 8 + lane % 4 * 2;
+              if (row < 8) {
+                acc6[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc6[pair + 1] = c[j][2 * h + 1];
+              }
             }
           }
         }

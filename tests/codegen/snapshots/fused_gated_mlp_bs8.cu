@@ -130,6 +130,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   for (int idx = threadIdx.x; idx < 2048; idx += 128) {
     acc6[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held3[1][4][4] = {};  // matmul 3's sums over the for-loop
   for (int i = 0; i < 64; ++i) {
     mirage_cp_async_wait<1>();  // this thread's copies of iteration i have landed
     __half* const s0 = s0_ring + (i % 3) * 4600;
@@ -165,10 +166,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s3 = matmul(s0, s1)
     {
-      // 4 task(s) of 16×32 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 4; task += 4) {
+      // 4 task(s) of 16×32 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
         const int tm = task * 16, tn = 0;
-        float c[4][4] = {};
+        float (&c)[4][4] = held3[round];
         #pragma unroll 2
         for (int kk = 0; kk < 64; kk += 16) {
           mirage_frag_a fa;
@@ -180,15 +183,17 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
             mirage_mma(c[j], fa, fb);
           }
         }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        if (i == 63) {
+          const int lane = threadIdx.x % 32;
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 32 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc4[idx] += v;  // accum_no_red
+          for (int j = 0; j < 4; ++j) {
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tm + lane / 4 + h * 8;
+              const int pair = row * 32 + tn + j * 8 + lane % 4 * 2;
+              acc4[pair] = c[j][2 * h];  // the whole for-loop's sums
+              acc4[pair + 1] = c[j][2 * h + 1];
+            }
           }
         }
       }
@@ -214,11 +219,20 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 32 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc6[idx] += v;  // accum_no_red
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 32 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            {
+              const int idx = pair;
+              float v = v0;
+              acc6[idx] += v;  // accum_no_red
+            }
+            {
+              const int idx = pair + 1;
+              float v = v1;
+              acc6[idx] += v;  // accum_no_red
+            }
           }
         }
       }

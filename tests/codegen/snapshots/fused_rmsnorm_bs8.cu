@@ -94,6 +94,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   for (int idx = threadIdx.x; idx < 384; idx += 128) {
     acc4[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held3[1][1][4] = {};  // matmul 3's sums over the for-loop
   for (int i = 0; i < 4; ++i) {
     mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
     __half* const s0 = s0_ring + (i % 2) * 16504;
@@ -133,30 +134,36 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s3 = matmul(s0, s1)
     {
-      // 3 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 3; task += 4) {
-        const int tm = task / 3 * 16, tn = task % 3 * 8;
-        float c[1][4] = {};
-        #pragma unroll 2
-        for (int kk = 0; kk < 1024; kk += 16) {
-          mirage_frag_a fa;
-          mirage_load_a(fa, &s0[tm * 1032 + kk], 1032, 16);
-          #pragma unroll
-          for (int j = 0; j < 1; ++j) {
-            mirage_frag_b fb;
-            mirage_load_b(fb, &s1[kk * 24 + tn + j * 8], 24);
-            mirage_mma(c[j], fa, fb);
+      // 3 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
+        if (task < 3) {
+          const int tm = task / 3 * 16, tn = task % 3 * 8;
+          float (&c)[1][4] = held3[round];
+          #pragma unroll 2
+          for (int kk = 0; kk < 1024; kk += 16) {
+            mirage_frag_a fa;
+            mirage_load_a(fa, &s0[tm * 1032 + kk], 1032, 16);
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              mirage_frag_b fb;
+              mirage_load_b(fb, &s1[kk * 24 + tn + j * 8], 24);
+              mirage_mma(c[j], fa, fb);
+            }
           }
-        }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 24 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc4[idx] += v;  // accum_no_red
+          if (i == 3) {
+            const int lane = threadIdx.x % 32;
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              #pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = tm + lane / 4 + h * 8;
+                const int pair = row * 24 + tn + j * 8 + lane % 4 * 2;
+                acc4[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc4[pair + 1] = c[j][2 * h + 1];
+              }
+            }
           }
         }
       }

@@ -135,11 +135,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
         #pragma unroll
         for (int j = 0; j < 2; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            s4[idx] = __float2half(v);
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            *reinterpret_cast<__half2*>(&s4[pair]) = __floats2half2_rn(v0, v1);
           }
         }
       }
@@ -165,11 +165,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
         #pragma unroll
         for (int j = 0; j < 1; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 16 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            s5[idx / 16 * 24 + idx % 16] = __float2half(v);
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 16 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            *reinterpret_cast<__half2*>(&s5[pair / 16 * 24 + pair % 16]) = __floats2half2_rn(v0, v1);
           }
         }
       }
@@ -196,11 +196,11 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
         #pragma unroll
         for (int j = 0; j < 2; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            s6[idx] = __float2half(v);
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            *reinterpret_cast<__half2*>(&s6[pair]) = __floats2half2_rn(v0, v1);
           }
         }
       }

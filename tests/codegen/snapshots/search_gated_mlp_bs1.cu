@@ -58,113 +58,91 @@ __device__ __forceinline__ void mirage_mma(float (&c)[4], const mirage_frag_a& a
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(128, 2) mirage_k3(
+extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     const __half* __restrict__ in2,
     __half* __restrict__ out0) {
-  // grid (512, 1, 1), 128 threads, F = 4, 99040 B shared (first-fit; 99552 B without reuse), 5 barriers, loop tiles copied 1 iteration(s) ahead
+  // grid (256, 1, 1), 128 threads, F = 4, 115792 B shared (first-fit; 116816 B without reuse), 5 barriers
   extern __shared__ __align__(16) char smem[];
-  __half* s0_ring = reinterpret_cast<__half*>(smem + 0);
-  __half* s1_ring = reinterpret_cast<__half*>(smem + 32992);
-  __half* s2_ring = reinterpret_cast<__half*>(smem + 65760);
+  __half* s0 = reinterpret_cast<__half*>(smem + 98272);
+  __half* s1 = reinterpret_cast<__half*>(smem + 0);
+  __half* s2 = reinterpret_cast<__half*>(smem + 49136);
   __half* s5 = reinterpret_cast<__half*>(smem + 0);
-  __half* s6 = reinterpret_cast<__half*>(smem + 128);
-  __half* s7 = reinterpret_cast<__half*>(smem + 256);
+  __half* s6 = reinterpret_cast<__half*>(smem + 256);
+  __half* s7 = reinterpret_cast<__half*>(smem + 512);
   __half* s8 = reinterpret_cast<__half*>(smem + 0);
-  float* acc5 = reinterpret_cast<float*>(smem + 98528);
-  float* acc6 = reinterpret_cast<float*>(smem + 98784);
-  // s0 = input()  // iteration 0, into ring slot 0
-  {
-    const long long base = (long long)0 * 1024;
-    for (int c = threadIdx.x; c < 1024; c += 128) {
-      const int idx = c * 8;
-      mirage_cp_async<16>(&(s0_ring + (0) * 8248)[idx / 1024 * 1032 + idx % 1024], &in0[base + (idx / 1024) * 4096 + idx % 1024]);
-    }
-  }
-  // s1 = input()  // iteration 0, into ring slot 0
-  {
-    const long long base = (long long)0 * 4194304 + (long long)blockIdx.x * 8;
-    for (int c = threadIdx.x; c < 1024; c += 128) {
-      const int idx = c * 8;
-      mirage_cp_async<16>(&(s1_ring + (0) * 8192)[idx], &in1[base + (idx / 8) * 4096 + idx % 8]);
-    }
-  }
-  // s2 = input()  // iteration 0, into ring slot 0
-  {
-    const long long base = (long long)0 * 4194304 + (long long)blockIdx.x * 8;
-    for (int c = threadIdx.x; c < 1024; c += 128) {
-      const int idx = c * 8;
-      mirage_cp_async<16>(&(s2_ring + (0) * 8192)[idx], &in2[base + (idx / 8) * 4096 + idx % 8]);
-    }
-  }
-  mirage_cp_async_commit();  // group 0: iteration 0's tiles
-  for (int idx = threadIdx.x; idx < 64; idx += 128) {
+  float* acc5 = reinterpret_cast<float*>(smem + 114768);
+  float* acc6 = reinterpret_cast<float*>(smem + 115280);
+  for (int idx = threadIdx.x; idx < 128; idx += 128) {
     acc5[idx] = 0.f;  // each thread updates the elements it zeroes
   }
-  for (int idx = threadIdx.x; idx < 64; idx += 128) {
+  for (int idx = threadIdx.x; idx < 128; idx += 128) {
     acc6[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held3[1][1][4] = {};  // matmul 3's sums over the for-loop
+  float held4[1][1][4] = {};  // matmul 4's sums over the for-loop
   for (int i = 0; i < 4; ++i) {
-    mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
-    __half* const s0 = s0_ring + (i % 2) * 8248;
-    __half* const s1 = s1_ring + (i % 2) * 8192;
-    __half* const s2 = s2_ring + (i % 2) * 8192;
-    __syncthreads();  // next stage reads this one
-    if (i + 1 < 4) {
-      // s0 = input()  // iteration i + 1, into the slot iteration i - 1 read
-      {
-        const long long base = (long long)(i + 1) * 1024;
-        for (int c = threadIdx.x; c < 1024; c += 128) {
-          const int idx = c * 8;
-          mirage_cp_async<16>(&(s0_ring + ((i + 1) % 2) * 8248)[idx / 1024 * 1032 + idx % 1024], &in0[base + (idx / 1024) * 4096 + idx % 1024]);
-        }
-      }
-      // s1 = input()  // iteration i + 1, into the slot iteration i - 1 read
-      {
-        const long long base = (long long)(i + 1) * 4194304 + (long long)blockIdx.x * 8;
-        for (int c = threadIdx.x; c < 1024; c += 128) {
-          const int idx = c * 8;
-          mirage_cp_async<16>(&(s1_ring + ((i + 1) % 2) * 8192)[idx], &in1[base + (idx / 8) * 4096 + idx % 8]);
-        }
-      }
-      // s2 = input()  // iteration i + 1, into the slot iteration i - 1 read
-      {
-        const long long base = (long long)(i + 1) * 4194304 + (long long)blockIdx.x * 8;
-        for (int c = threadIdx.x; c < 1024; c += 128) {
-          const int idx = c * 8;
-          mirage_cp_async<16>(&(s2_ring + ((i + 1) % 2) * 8192)[idx], &in2[base + (idx / 8) * 4096 + idx % 8]);
-        }
+    // s0 = input()
+    {
+      const long long base = (long long)i * 1024;
+      for (int c = threadIdx.x; c < 1024; c += 128) {
+        const int idx = c * 8;
+        mirage_cp_async<16>(&s0[idx / 1024 * 1032 + idx % 1024], &in0[base + (idx / 1024) * 4096 + idx % 1024]);
       }
     }
-    mirage_cp_async_commit();  // one group per iteration, even an empty one
+    // s1 = input()
+    {
+      const long long base = (long long)i * 4194304 + (long long)blockIdx.x * 16;
+      for (int c = threadIdx.x; c < 2048; c += 128) {
+        const int idx = c * 8;
+        mirage_cp_async<16>(&s1[idx / 16 * 24 + idx % 16], &in1[base + (idx / 16) * 4096 + idx % 16]);
+      }
+    }
+    // s2 = input()
+    {
+      const long long base = (long long)i * 4194304 + (long long)blockIdx.x * 16;
+      for (int c = threadIdx.x; c < 2048; c += 128) {
+        const int idx = c * 8;
+        mirage_cp_async<16>(&s2[idx / 16 * 24 + idx % 16], &in2[base + (idx / 16) * 4096 + idx % 16]);
+      }
+    }
+    mirage_cp_async_commit();
+    mirage_cp_async_wait<0>();  // this thread's copies have landed
+    __syncthreads();  // next stage reads this one
     // s3 = matmul(s0, s1)
     {
-      // 1 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 1; task += 4) {
-        const int tm = task * 16, tn = 0;
-        float c[1][4] = {};
-        #pragma unroll 2
-        for (int kk = 0; kk < 1024; kk += 16) {
-          mirage_frag_a fa;
-          mirage_load_a(fa, &s0[tm * 1032 + kk], 1032, 8 - tm);
-          #pragma unroll
-          for (int j = 0; j < 1; ++j) {
-            mirage_frag_b fb;
-            mirage_load_b(fb, &s1[kk * 8 + tn + j * 8], 8);
-            mirage_mma(c[j], fa, fb);
+      // 2 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
+        if (task < 2) {
+          const int tm = task / 2 * 16, tn = task % 2 * 8;
+          float (&c)[1][4] = held3[round];
+          #pragma unroll 2
+          for (int kk = 0; kk < 1024; kk += 16) {
+            mirage_frag_a fa;
+            mirage_load_a(fa, &s0[tm * 1032 + kk], 1032, 8 - tm);
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              mirage_frag_b fb;
+              mirage_load_b(fb, &s1[kk * 24 + tn + j * 8], 24);
+              mirage_mma(c[j], fa, fb);
+            }
           }
-        }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 8 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            if (row < 8) {
-              float v = c[j][e];
-              acc5[idx] += v;  // accum_no_red
+          if (i == 3) {
+            const int lane = threadIdx.x % 32;
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              #pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = tm + lane / 4 + h * 8;
+                const int pair = row * 16 + tn + j * 8 + lane % 4 * 2;
+                if (row < 8) {
+                  acc5[pair] = c[j][2 * h];  // the whole for-loop's sums
+                  acc5[pair + 1] = c[j][2 * h + 1];
+                }
+              }
             }
           }
         }
@@ -172,31 +150,37 @@ extern "C" __global__ void __launch_bounds__(128, 2) mirage_k3(
     }
     // s4 = matmul(s0, s2)
     {
-      // 1 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 1; task += 4) {
-        const int tm = task * 16, tn = 0;
-        float c[1][4] = {};
-        #pragma unroll 2
-        for (int kk = 0; kk < 1024; kk += 16) {
-          mirage_frag_a fa;
-          mirage_load_a(fa, &s0[tm * 1032 + kk], 1032, 8 - tm);
-          #pragma unroll
-          for (int j = 0; j < 1; ++j) {
-            mirage_frag_b fb;
-            mirage_load_b(fb, &s2[kk * 8 + tn + j * 8], 8);
-            mirage_mma(c[j], fa, fb);
+      // 2 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
+        if (task < 2) {
+          const int tm = task / 2 * 16, tn = task % 2 * 8;
+          float (&c)[1][4] = held4[round];
+          #pragma unroll 2
+          for (int kk = 0; kk < 1024; kk += 16) {
+            mirage_frag_a fa;
+            mirage_load_a(fa, &s0[tm * 1032 + kk], 1032, 8 - tm);
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              mirage_frag_b fb;
+              mirage_load_b(fb, &s2[kk * 24 + tn + j * 8], 24);
+              mirage_mma(c[j], fa, fb);
+            }
           }
-        }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 8 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            if (row < 8) {
-              float v = c[j][e];
-              acc6[idx] += v;  // accum_no_red
+          if (i == 3) {
+            const int lane = threadIdx.x % 32;
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              #pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = tm + lane / 4 + h * 8;
+                const int pair = row * 16 + tn + j * 8 + lane % 4 * 2;
+                if (row < 8) {
+                  acc6[pair] = c[j][2 * h];  // the whole for-loop's sums
+                  acc6[pair + 1] = c[j][2 * h + 1];
+                }
+              }
             }
           }
         }
@@ -204,16 +188,16 @@ extern "C" __global__ void __launch_bounds__(128, 2) mirage_k3(
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
   }
-  for (int idx = threadIdx.x; idx < 64; idx += 128) {
+  for (int idx = threadIdx.x; idx < 128; idx += 128) {
     s5[idx] = __float2half(acc5[idx]);
   }
-  for (int idx = threadIdx.x; idx < 64; idx += 128) {
+  for (int idx = threadIdx.x; idx < 128; idx += 128) {
     s6[idx] = __float2half(acc6[idx]);
   }
   __syncthreads();  // next stage reads this one
   // s7 = silu(s5)
   {
-    for (int idx = threadIdx.x; idx < 64; idx += 128) {
+    for (int idx = threadIdx.x; idx < 128; idx += 128) {
       float v = mirage_silu(__half2float(s5[idx]));
       s7[idx] = __float2half(v);
     }
@@ -221,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(128, 2) mirage_k3(
   __syncthreads();  // next stage reads this one
   // s8 = mul(s6, s7)
   {
-    for (int idx = threadIdx.x; idx < 64; idx += 128) {
+    for (int idx = threadIdx.x; idx < 128; idx += 128) {
       float v = __half2float(s6[idx]) * __half2float(s7[idx]);
       s8[idx] = __float2half(v);
     }
@@ -229,10 +213,10 @@ extern "C" __global__ void __launch_bounds__(128, 2) mirage_k3(
   __syncthreads();  // next stage reads this one
   // saver = output(s8)
   {
-    const long long base = (long long)blockIdx.x * 8;
-    for (int c = threadIdx.x; c < 8; c += 128) {
+    const long long base = (long long)blockIdx.x * 16;
+    for (int c = threadIdx.x; c < 16; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&out0[base + (idx / 8) * 4096 + idx % 8]) = *reinterpret_cast<const uint4*>(&s8[idx]);
+      *reinterpret_cast<uint4*>(&out0[base + (idx / 16) * 4096 + idx % 16]) = *reinterpret_cast<const uint4*>(&s8[idx]);
     }
   }
 }

@@ -105,6 +105,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   for (int idx = threadIdx.x; idx < 1024; idx += 128) {
     acc7[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held6[1][2][4] = {};  // matmul 6's sums over the for-loop
   for (int i = 0; i < 16; ++i) {
     mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
     __half* const s1 = s1_ring + (i % 2) * 16888;
@@ -150,12 +151,13 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 256 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            v = expf(v);  // fused exp
-            s4[idx / 256 * 264 + idx % 256] = __float2half(v);
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 256 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            v0 = expf(v0);  // fused exp
+            v1 = expf(v1);  // fused exp
+            *reinterpret_cast<__half2*>(&s4[pair / 256 * 264 + pair % 256]) = __floats2half2_rn(v0, v1);
           }
         }
       }
@@ -176,10 +178,12 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     }
     // s6 = matmul(s4, s2)
     {
-      // 4 task(s) of 16×16 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 4; task += 4) {
+      // 4 task(s) of 16×16 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
         const int tm = task / 4 * 16, tn = task % 4 * 16;
-        float c[2][4] = {};
+        float (&c)[2][4] = held6[round];
         #pragma unroll 2
         for (int kk = 0; kk < 256; kk += 16) {
           mirage_frag_a fa;
@@ -191,15 +195,17 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
             mirage_mma(c[j], fa, fb);
           }
         }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 2; ++j) {
+        if (i == 15) {
+          const int lane = threadIdx.x % 32;
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc7[idx] += v;  // accum_no_red
+          for (int j = 0; j < 2; ++j) {
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tm + lane / 4 + h * 8;
+              const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+              acc7[pair] = c[j][2 * h];  // the whole for-loop's sums
+              acc7[pair + 1] = c[j][2 * h + 1];
+            }
           }
         }
       }

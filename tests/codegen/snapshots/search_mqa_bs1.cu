@@ -167,12 +167,13 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            v = expf(v);  // fused exp
-            s4[idx / 64 * 72 + idx % 64] = __float2half(v);
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            v0 = expf(v0);  // fused exp
+            v1 = expf(v1);  // fused exp
+            *reinterpret_cast<__half2*>(&s4[pair / 64 * 72 + pair % 64]) = __floats2half2_rn(v0, v1);
           }
         }
       }
@@ -206,11 +207,20 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc7[idx] += v;  // accum_no_red
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            {
+              const int idx = pair;
+              float v = v0;
+              acc7[idx] += v;  // accum_no_red
+            }
+            {
+              const int idx = pair + 1;
+              float v = v1;
+              acc7[idx] += v;  // accum_no_red
+            }
           }
         }
       }

@@ -62,58 +62,59 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
-  // grid (512, 1, 1), 128 threads, F = 4, 116000 B shared (first-fit; 116800 B without reuse), 4 barriers, loop tiles copied 1 iteration(s) ahead
+  // grid (128, 1, 1), 128 threads, F = 16, 77312 B shared (first-fit; 80416 B without reuse), 4 barriers, loop tiles copied 1 iteration(s) ahead
   extern __shared__ __align__(16) char smem[];
-  __half* s0_ring = reinterpret_cast<__half*>(smem + 0);
-  __half* s1_ring = reinterpret_cast<__half*>(smem + 66016);
-  __half* s2 = reinterpret_cast<__half*>(smem + 384);
+  __half* s0_ring = reinterpret_cast<__half*>(smem + 57312);
+  __half* s1_ring = reinterpret_cast<__half*>(smem + 0);
+  __half* s2 = reinterpret_cast<__half*>(smem + 1536);
   __half* s4 = reinterpret_cast<__half*>(smem + 0);
-  __half* s5 = reinterpret_cast<__half*>(smem + 416);
-  float* acc2 = reinterpret_cast<float*>(smem + 115936);
-  float* acc4 = reinterpret_cast<float*>(smem + 115168);
+  __half* s5 = reinterpret_cast<__half*>(smem + 1568);
+  float* acc2 = reinterpret_cast<float*>(smem + 77248);
+  float* acc4 = reinterpret_cast<float*>(smem + 74176);
   // s0 = input()  // iteration 0, into ring slot 0
   {
-    const long long base = (long long)0 * 1024;
-    for (int c = threadIdx.x; c < 2048; c += 128) {
+    const long long base = (long long)0 * 256;
+    for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      mirage_cp_async<16>(&(s0_ring + (0) * 16504)[idx / 1024 * 1032 + idx % 1024], &in0[base + (idx / 1024) * 4096 + idx % 1024]);
+      mirage_cp_async<16>(&(s0_ring + (0) * 4216)[idx / 256 * 264 + idx % 256], &in0[base + (idx / 256) * 4096 + idx % 256]);
     }
   }
   // s1 = input()  // iteration 0, into ring slot 0
   {
-    const long long base = (long long)0 * 6291456 + (long long)blockIdx.x * 12;
-    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
-    if (row0 < 42) for (int row = row0; row < 1024; row += 42) {
-      mirage_cp_async<8>(&(s1_ring + (0) * 12288)[row * 12 + col * 4], &in1[base + row * 6144 + col * 4]);
+    const long long base = (long long)0 * 1572864 + (long long)blockIdx.x * 48;
+    const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+    if (row0 < 21) for (int row = row0; row < 256; row += 21) {
+      mirage_cp_async<16>(&(s1_ring + (0) * 14328)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
     }
   }
   mirage_cp_async_commit();  // group 0: iteration 0's tiles
   for (int idx = threadIdx.x; idx < 16; idx += 128) {
     acc2[idx] = 0.f;  // each thread updates the elements it zeroes
   }
-  for (int idx = threadIdx.x; idx < 192; idx += 128) {
+  for (int idx = threadIdx.x; idx < 768; idx += 128) {
     acc4[idx] = 0.f;  // each thread updates the elements it zeroes
   }
-  for (int i = 0; i < 4; ++i) {
+  float held3[2][1][4] = {};  // matmul 3's sums over the for-loop
+  for (int i = 0; i < 16; ++i) {
     mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
-    __half* const s0 = s0_ring + (i % 2) * 16504;
-    __half* const s1 = s1_ring + (i % 2) * 12288;
+    __half* const s0 = s0_ring + (i % 2) * 4216;
+    __half* const s1 = s1_ring + (i % 2) * 14328;
     __syncthreads();  // next stage reads this one
-    if (i + 1 < 4) {
+    if (i + 1 < 16) {
       // s0 = input()  // iteration i + 1, into the slot iteration i - 1 read
       {
-        const long long base = (long long)(i + 1) * 1024;
-        for (int c = threadIdx.x; c < 2048; c += 128) {
+        const long long base = (long long)(i + 1) * 256;
+        for (int c = threadIdx.x; c < 512; c += 128) {
           const int idx = c * 8;
-          mirage_cp_async<16>(&(s0_ring + ((i + 1) % 2) * 16504)[idx / 1024 * 1032 + idx % 1024], &in0[base + (idx / 1024) * 4096 + idx % 1024]);
+          mirage_cp_async<16>(&(s0_ring + ((i + 1) % 2) * 4216)[idx / 256 * 264 + idx % 256], &in0[base + (idx / 256) * 4096 + idx % 256]);
         }
       }
       // s1 = input()  // iteration i + 1, into the slot iteration i - 1 read
       {
-        const long long base = (long long)(i + 1) * 6291456 + (long long)blockIdx.x * 12;
-        const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
-        if (row0 < 42) for (int row = row0; row < 1024; row += 42) {
-          mirage_cp_async<8>(&(s1_ring + ((i + 1) % 2) * 12288)[row * 12 + col * 4], &in1[base + row * 6144 + col * 4]);
+        const long long base = (long long)(i + 1) * 1572864 + (long long)blockIdx.x * 48;
+        const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+        if (row0 < 21) for (int row = row0; row < 256; row += 21) {
+          mirage_cp_async<16>(&(s1_ring + ((i + 1) % 2) * 14328)[row * 56 + col * 8], &in1[base + row * 6144 + col * 8]);
         }
       }
     }
@@ -124,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
         const int t = threadIdx.x;
         const int idx = t / 8, part = t % 8;  // consecutive threads: consecutive terms
         float c[1] = {};
-        for (int j = part; j < 1024; j += 8) { const float e = __half2float(s0[idx * 1032 + j]); c[0] += e * e; }
+        for (int j = part; j < 256; j += 8) { const float e = __half2float(s0[idx * 264 + j]); c[0] += e * e; }
         mirage_warp_sum<1, 8>(c);  // the partial sums of 8 lanes, in registers
         if (part == 0 && t < 128) {
           acc2[idx] += c[0];  // the row sum split over 8 threads
@@ -133,30 +134,36 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
     }
     // s3 = matmul(s0, s1)
     {
-      {
-        const int t = threadIdx.x;
-        const int strip = t / 2, part = t % 2;  // consecutive threads: consecutive terms
-        const int m = strip / 3, n0 = strip % 3 * 4;
-        float sum[4] = {};
-        if (t < 96) {
-          for (int kk = part; kk < 1024; kk += 2) {
-            const float x = __half2float(s0[m * 1032 + kk]);
-            const uint2 y = *reinterpret_cast<const uint2*>(&s1[kk * 12 + n0]);
-            const __half2* h = reinterpret_cast<const __half2*>(&y);
+      // 6 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 2; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
+        if (task < 6) {
+          const int tm = task / 6 * 16, tn = task % 6 * 8;
+          float (&c)[1][4] = held3[round];
+          #pragma unroll 2
+          for (int kk = 0; kk < 256; kk += 16) {
+            mirage_frag_a fa;
+            mirage_load_a(fa, &s0[tm * 264 + kk], 264, 16);
             #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              const float2 f = __half22float2(h[j]);
-              sum[2 * j] += x * f.x;
-              sum[2 * j + 1] += x * f.y;
+            for (int j = 0; j < 1; ++j) {
+              mirage_frag_b fb;
+              mirage_load_b(fb, &s1[kk * 56 + tn + j * 8], 56);
+              mirage_mma(c[j], fa, fb);
             }
           }
-        }
-        mirage_warp_sum<4, 2>(sum);  // the partial sums of 2 lanes, in registers
-        if (part == 0 && t < 96) {
-          #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int idx = m * 12 + n0 + j;
-            acc4[idx] += sum[j];  // accum_no_red; the K sum split over 2 threads
+          if (i == 15) {
+            const int lane = threadIdx.x % 32;
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              #pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = tm + lane / 4 + h * 8;
+                const int pair = row * 48 + tn + j * 8 + lane % 4 * 2;
+                acc4[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc4[pair + 1] = c[j][2 * h + 1];
+              }
+            }
           }
         }
       }
@@ -166,24 +173,24 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k2(
   for (int idx = threadIdx.x; idx < 16; idx += 128) {
     s2[idx] = __float2half(sqrtf(acc2[idx] / 4096.0f));
   }
-  for (int idx = threadIdx.x; idx < 192; idx += 128) {
+  for (int idx = threadIdx.x; idx < 768; idx += 128) {
     s4[idx] = __float2half(acc4[idx]);
   }
   __syncthreads();  // next stage reads this one
   // s5 = div(s4, s2)
   {
-    for (int idx = threadIdx.x; idx < 192; idx += 128) {
-      float v = __half2float(s4[idx]) / __half2float(s2[idx / 12]);
+    for (int idx = threadIdx.x; idx < 768; idx += 128) {
+      float v = __half2float(s4[idx]) / __half2float(s2[idx / 48]);
       s5[idx] = __float2half(v);
     }
   }
   __syncthreads();  // next stage reads this one
   // saver = output(s5)
   {
-    const long long base = (long long)blockIdx.x * 12;
-    const int col = threadIdx.x % 3, row0 = threadIdx.x / 3;
-    if (row0 < 42) for (int row = row0; row < 16; row += 42) {
-      *reinterpret_cast<uint2*>(&out0[base + row * 6144 + col * 4]) = *reinterpret_cast<const uint2*>(&s5[row * 12 + col * 4]);
+    const long long base = (long long)blockIdx.x * 48;
+    const int col = threadIdx.x % 6, row0 = threadIdx.x / 6;
+    if (row0 < 21) for (int row = row0; row < 16; row += 21) {
+      *reinterpret_cast<uint4*>(&out0[base + row * 6144 + col * 8]) = *reinterpret_cast<const uint4*>(&s5[row * 48 + col * 8]);
     }
   }
 }

@@ -88,6 +88,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k3(
   for (int idx = threadIdx.x; idx < 512; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held2[1][2][4] = {};  // matmul 2's sums over the for-loop
   for (int i = 0; i < 64; ++i) {
     mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
     __half* const s0 = s0_ring + (i % 2) * 568;
@@ -114,10 +115,12 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k3(
     mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s2 = matmul(s0, s1)
     {
-      // 4 task(s) of 16×16 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 4; task += 4) {
+      // 4 task(s) of 16×16 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
         const int tm = task / 4 * 16, tn = task % 4 * 16;
-        float c[2][4] = {};
+        float (&c)[2][4] = held2[round];
         #pragma unroll 2
         for (int kk = 0; kk < 64; kk += 16) {
           mirage_frag_a fa;
@@ -129,16 +132,18 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k3(
             mirage_mma(c[j], fa, fb);
           }
         }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 2; ++j) {
+        if (i == 63) {
+          const int lane = threadIdx.x % 32;
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            if (row < 8) {
-              float v = c[j][e];
-              acc3[idx] += v;  // accum_no_red
+          for (int j = 0; j < 2; ++j) {
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tm + lane / 4 + h * 8;
+              const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+              if (row < 8) {
+                acc3[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc3[pair + 1] = c[j][2 * h + 1];
+              }
             }
           }
         }
@@ -236,6 +241,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k5(
   for (int idx = threadIdx.x; idx < 512; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held2[1][2][4] = {};  // matmul 2's sums over the for-loop
   for (int i = 0; i < 64; ++i) {
     mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
     __half* const s0 = s0_ring + (i % 2) * 568;
@@ -262,10 +268,12 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k5(
     mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s2 = matmul(s0, s1)
     {
-      // 4 task(s) of 16×16 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 4; task += 4) {
+      // 4 task(s) of 16×16 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
         const int tm = task / 4 * 16, tn = task % 4 * 16;
-        float c[2][4] = {};
+        float (&c)[2][4] = held2[round];
         #pragma unroll 2
         for (int kk = 0; kk < 64; kk += 16) {
           mirage_frag_a fa;
@@ -277,16 +285,18 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k5(
             mirage_mma(c[j], fa, fb);
           }
         }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 2; ++j) {
+        if (i == 63) {
+          const int lane = threadIdx.x % 32;
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            if (row < 8) {
-              float v = c[j][e];
-              acc3[idx] += v;  // accum_no_red
+          for (int j = 0; j < 2; ++j) {
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tm + lane / 4 + h * 8;
+              const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+              if (row < 8) {
+                acc3[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc3[pair + 1] = c[j][2 * h + 1];
+              }
             }
           }
         }

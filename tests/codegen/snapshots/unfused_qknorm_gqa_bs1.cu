@@ -264,11 +264,20 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k5(
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 64 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc3[idx] += v;  // accum_no_red
+          for (int h = 0; h < 2; ++h) {
+            const int row = tm + lane / 4 + h * 8;
+            const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+            float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
+            {
+              const int idx = pair;
+              float v = v0;
+              acc3[idx] += v;  // accum_no_red
+            }
+            {
+              const int idx = pair + 1;
+              float v = v1;
+              acc3[idx] += v;  // accum_no_red
+            }
           }
         }
       }
@@ -641,6 +650,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k9(
   for (int idx = threadIdx.x; idx < 256; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
+  float held2[1][1][4] = {};  // matmul 2's sums over the for-loop
   for (int i = 0; i < 64; ++i) {
     mirage_cp_async_wait<6>();  // this thread's copies of iteration i have landed
     __half* const s0 = s0_ring + (i % 8) * 1144;
@@ -667,30 +677,36 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k9(
     mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s2 = matmul(s0, s1)
     {
-      // 2 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 2; task += 4) {
-        const int tm = task / 2 * 16, tn = task % 2 * 8;
-        float c[1][4] = {};
-        #pragma unroll 2
-        for (int kk = 0; kk < 64; kk += 16) {
-          mirage_frag_a fa;
-          mirage_load_a(fa, &s0[tm * 72 + kk], 72, 16);
-          #pragma unroll
-          for (int j = 0; j < 1; ++j) {
-            mirage_frag_b fb;
-            mirage_load_b(fb, &s1[kk * 24 + tn + j * 8], 24);
-            mirage_mma(c[j], fa, fb);
+      // 2 task(s) of 16×8 outputs over 4 warps; mma.sync.m16n8k16; sums held in registers until the last iteration
+      #pragma unroll
+      for (int round = 0; round < 1; ++round) {
+        const int task = threadIdx.x / 32 + round * 4;
+        if (task < 2) {
+          const int tm = task / 2 * 16, tn = task % 2 * 8;
+          float (&c)[1][4] = held2[round];
+          #pragma unroll 2
+          for (int kk = 0; kk < 64; kk += 16) {
+            mirage_frag_a fa;
+            mirage_load_a(fa, &s0[tm * 72 + kk], 72, 16);
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              mirage_frag_b fb;
+              mirage_load_b(fb, &s1[kk * 24 + tn + j * 8], 24);
+              mirage_mma(c[j], fa, fb);
+            }
           }
-        }
-        const int lane = threadIdx.x % 32;
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = tm + lane / 4 + e / 2 * 8;
-            const int idx = row * 16 + tn + j * 8 + lane % 4 * 2 + e % 2;
-            float v = c[j][e];
-            acc3[idx] += v;  // accum_no_red
+          if (i == 63) {
+            const int lane = threadIdx.x % 32;
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+              #pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = tm + lane / 4 + h * 8;
+                const int pair = row * 16 + tn + j * 8 + lane % 4 * 2;
+                acc3[pair] = c[j][2 * h];  // the whole for-loop's sums
+                acc3[pair + 1] = c[j][2 * h + 1];
+              }
+            }
           }
         }
       }
