@@ -258,41 +258,41 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) mirage_k4(
+extern "C" __global__ void __launch_bounds__(128, 2) mirage_k4(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
-  // grid (2, 32, 1), 128 threads, F = 1, 18832 B shared (first-fit; 20896 B without reuse), 4 barriers
+  // grid (2, 128, 1), 128 threads, F = 1, 4704 B shared (first-fit; 5232 B without reuse), 4 barriers
   extern __shared__ __align__(16) char smem[];
-  __half* s0 = reinterpret_cast<__half*>(smem + 18432);
+  __half* s0 = reinterpret_cast<__half*>(smem + 4608);
   __half* s1 = reinterpret_cast<__half*>(smem + 0);
-  __half* s2 = reinterpret_cast<__half*>(smem + 1024);
+  __half* s2 = reinterpret_cast<__half*>(smem + 256);
   __half* s3 = reinterpret_cast<__half*>(smem + 0);
-  __half* s4 = reinterpret_cast<__half*>(smem + 1040);
-  float* acc2 = reinterpret_cast<float*>(smem + 18800);
-  float* acc3 = reinterpret_cast<float*>(smem + 16384);
+  __half* s4 = reinterpret_cast<__half*>(smem + 272);
+  float* acc2 = reinterpret_cast<float*>(smem + 4688);
+  float* acc3 = reinterpret_cast<float*>(smem + 4096);
   // s0 = input()  // hoisted: the same tile every iteration
   {
-    const long long base = (long long)blockIdx.x * 4096 + (long long)blockIdx.y * 128;
-    for (int c = threadIdx.x; c < 16; c += 128) {
+    const long long base = (long long)blockIdx.x * 4096 + (long long)blockIdx.y * 32;
+    for (int c = threadIdx.x; c < 4; c += 128) {
       const int idx = c * 8;
       mirage_cp_async<16>(&s0[idx / 16 * 24 + idx % 16], &in0[base + (idx / 16) * 16 + idx % 16]);
     }
   }
   // s1 = input()  // hoisted: the same tile every iteration
   {
-    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 8192;
-    for (int c = threadIdx.x; c < 1024; c += 128) {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
       mirage_cp_async<16>(&s1[idx], &in1[base + (idx / 1024) * 1024 + idx % 1024]);
     }
   }
   mirage_cp_async_commit();
   mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
-  for (int idx = threadIdx.x; idx < 8; idx += 128) {
+  for (int idx = threadIdx.x; idx < 2; idx += 128) {
     acc2[idx] = 0.f;  // each thread updates the elements it zeroes
   }
-  for (int idx = threadIdx.x; idx < 512; idx += 128) {
+  for (int idx = threadIdx.x; idx < 128; idx += 128) {
     acc3[idx] = 0.f;  // each thread updates the elements it zeroes
   }
   __syncthreads();  // hoisted tiles are read by every thread
@@ -303,16 +303,18 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
         const int t = threadIdx.x;
         const int idx = t / 16, part = t % 16;  // consecutive threads: consecutive terms
         float c[1] = {};
-        for (int j = part; j < 16; j += 16) { const float e = __half2float(s0[idx * 24 + j]); c[0] += e; }
+        if (t < 32) {
+          for (int j = part; j < 16; j += 16) { const float e = __half2float(s0[idx * 24 + j]); c[0] += e; }
+        }
         mirage_warp_sum<1, 16>(c);  // the partial sums of 16 lanes, in registers
-        if (part == 0 && t < 128) {
+        if (part == 0 && t < 32) {
           acc2[idx] += c[0];  // the row sum split over 16 threads
         }
       }
     }
     // s3 = accum_sum_todimx(s1)
     {
-      for (int idx = threadIdx.x; idx < 512; idx += 128) {
+      for (int idx = threadIdx.x; idx < 128; idx += 128) {
         const int base = (idx / 64) * 1024 + idx % 64;
         float c = 0.f;
         for (int r = 0; r < 16; ++r) c += __half2float(s1[base + r * 64]);
@@ -321,16 +323,16 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
   }
-  for (int idx = threadIdx.x; idx < 8; idx += 128) {
+  for (int idx = threadIdx.x; idx < 2; idx += 128) {
     s2[idx] = __float2half(acc2[idx]);
   }
-  for (int idx = threadIdx.x; idx < 512; idx += 128) {
+  for (int idx = threadIdx.x; idx < 128; idx += 128) {
     s3[idx] = __float2half(acc3[idx]);
   }
   __syncthreads();  // next stage reads this one
   // s4 = div(s3, s2)
   {
-    for (int idx = threadIdx.x; idx < 512; idx += 128) {
+    for (int idx = threadIdx.x; idx < 128; idx += 128) {
       float v = __half2float(s3[idx]) / __half2float(s2[idx / 64]);
       s4[idx] = __float2half(v);
     }
@@ -338,8 +340,8 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k4(
   __syncthreads();  // next stage reads this one
   // saver = output(s4)
   {
-    const long long base = (long long)blockIdx.x * 16384 + (long long)blockIdx.y * 512;
-    for (int c = threadIdx.x; c < 64; c += 128) {
+    const long long base = (long long)blockIdx.x * 16384 + (long long)blockIdx.y * 128;
+    for (int c = threadIdx.x; c < 16; c += 128) {
       const int idx = c * 8;
       *reinterpret_cast<uint4*>(&out0[base + (idx / 64) * 64 + idx % 64]) = *reinterpret_cast<const uint4*>(&s4[idx]);
     }
