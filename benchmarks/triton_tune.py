@@ -34,7 +34,7 @@ from mirage_lab.codegen.triton.launch import TritonLaunch
 from mirage_lab.codegen.triton.module import triton_module
 from mirage_lab.codegen.triton.report import triton_report
 from mirage_lab.codegen.triton.sweep import TuneTarget, candidates, sweep, tune_targets
-from mirage_lab.codegen.triton.tuned import TunedKernel, TunedTable, current_gpu, tuned_path, write_tuned
+from mirage_lab.codegen.triton.tuned import TIMINGS_DIR, TunedKernel, TunedTable, current_gpu, tuned_path, write_tuned
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.graph import KernelGraph
 
@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="seconds of timing (default 90)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--out", type=Path, help="the tuned table (default data/timings/triton_tuned_<GPU>.json)")
+    ap.add_argument("--out", type=Path, help="the tuned table (default <timings-dir>/triton_tuned_<GPU>.json)")
+    ap.add_argument("--timings-dir", type=Path, default=TIMINGS_DIR, help="where the default --out goes "
+                    "(default data/timings)")
     ap.add_argument("--dry-run", action="store_true", help="list the kernels and their candidates; no GPU")
     ap.add_argument("--aot", action="store_true", help="PTX and ptxas figures per kernel for sm_80 and sm_90; no GPU")
     args = ap.parse_args(argv)
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     import triton
 
     table = TunedTable(gpu, triton.__version__, tuple(checked(result.tuned, targets, timer)))
-    out = args.out or tuned_path(gpu)
+    out = args.out or tuned_path(gpu, args.timings_dir)
     write_tuned(out, table)
     result.table().to_csv(out.with_suffix(".trials.csv"), index=False)
     summary = pd.DataFrame([{"kernel": k.where, "tuned": repr(k.launch), "ms": k.median_ms,

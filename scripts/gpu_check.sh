@@ -62,7 +62,7 @@ if [ -f .before/mirage_lab/__init__.py ]; then
 fi
 refs=()
 [ -d shared/reference_mugraphs ] && refs=(--reference-dir shared/reference_mugraphs)
-step kernels_gpu 310 "$PY" benchmarks/kernels.py --max-graphs 2 --repeats 100 --out "$OUT/timings" --json \
+step kernels_gpu 280 "$PY" benchmarks/kernels.py --max-graphs 2 --repeats 100 --out "$OUT/timings" --json \
   "${before[@]}" "${refs[@]}"
 for csv in "$OUT"/timings/*.csv; do  # the rank correlation and the README's table of whatever rows were saved
   [ -f "$csv" ] || continue
@@ -71,8 +71,11 @@ for csv in "$OUT"/timings/*.csv; do  # the rank correlation and the README's tab
   cp "$OUT/perf_table.txt" "${csv%.csv}.table.md"
 done
 # the other GPU tests (interpreter, verifier and the drop-in on CuPy)
-step gpu_tests_more 45 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu \
+step gpu_tests_more 30 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu \
   tests/verify/test_verify_gpu.py tests/compat/test_kngraph.py tests/compat/test_arrays.py
+# the Triton backend's launch parameters (num_warps × num_stages × padding) per kernel, timed within 40 s and
+# recorded in data/timings/triton_tuned_<GPU>.json, which the Triton backend reads on that GPU from then on
+step triton_tune 45 "$PY" benchmarks/triton_tune.py --budget-s 40 --timings-dir "$OUT/timings"
 echo "== done; figures in $OUT"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== FAILED: ${failed[*]}"

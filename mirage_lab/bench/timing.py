@@ -312,14 +312,15 @@ def check_results(df: pd.DataFrame, out: TextIO | None = None) -> int:
 
 
 def triton_callable(graph: KernelGraph) -> Callable[..., Any]:
-    """``graph``'s Triton module as a callable on CuPy arrays (handed to torch by DLPack, without copies);
-    needs torch with CUDA and Triton on the device."""
+    """``graph``'s Triton module as a callable on CuPy arrays (handed to torch by DLPack, without copies), with the
+    launch parameters tuned for this GPU where its table holds them (``benchmarks/triton_tune.py``); needs torch
+    with CUDA and Triton on the device."""
     import torch
 
-    from mirage_lab.codegen.triton import triton_module
+    from mirage_lab.codegen.triton.backend import TritonBackend
     from mirage_lab.codegen.triton.toolchain import load_module
 
-    module = load_module(triton_module(graph).source)
+    module = load_module(TritonBackend().render(graph).source)
     return lambda *arrays: module.run(*[torch.from_dlpack(a) for a in arrays])
 
 
