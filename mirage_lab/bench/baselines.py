@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirage_lab.errors import InputError
-from mirage_lab.ir.graph import KernelGraph
-from mirage_lab.optimize.hardware import Hardware, get_hardware
+from mirage_lab.optimize.floor import dram_floor_s as dram_floor_s
+from mirage_lab.optimize.floor import io_bytes as io_bytes
 
 EAGER = "torch eager"
 COMPILE = "torch.compile"
@@ -122,13 +122,3 @@ def torch_cuda() -> str | None:
     except ImportError:
         return "torch is not installed"
     return None if torch.cuda.is_available() else f"torch {torch.__version__} sees no CUDA device"
-
-
-def io_bytes(graph: KernelGraph) -> int:
-    """Bytes of ``graph``'s inputs and outputs: what a kernel computing it must move to and from DRAM at least."""
-    return sum(t.nbytes for t in graph.input_types) + sum(t.nbytes for t in graph.output_types)
-
-
-def dram_floor_s(graph: KernelGraph, hardware: str | Hardware) -> float:
-    """Seconds to move ``io_bytes(graph)`` at ``hardware``'s DRAM bandwidth: the floor of any kernel of it."""
-    return io_bytes(graph) / get_hardware(hardware).dram_bytes_per_s

@@ -38,6 +38,7 @@ from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.estimate import KernelCost
+from mirage_lab.optimize.floor import dram_floor_s
 from mirage_lab.optimize.hardware import HARDWARE, Hardware, get_hardware
 from mirage_lab.optimize.occupancy import WARP, BlockResources, occupancy
 
@@ -109,11 +110,6 @@ def hardware_for(arch: str, hardware: str | Hardware | None = None) -> Hardware:
     known = ", ".join(f"{name} ({hw.arch})" for name, hw in HARDWARE.items())
     raise MirageError(f"no GPU preset has architecture {arch} (presets: {known}); pass hardware=Hardware(...) with "
                       "its figures, or analyse the source's SASS alone with analyze_source(source, arch)")
-
-
-def dram_floor_s(graph: KernelGraph, hw: Hardware) -> float:
-    """Seconds to move the graph's inputs and outputs once at the DRAM bandwidth: no program can be faster."""
-    return sum(t.nbytes for t in (*graph.input_types, *graph.output_types)) / hw.dram_bytes_per_s
 
 
 def _disassemble(g: KernelGraph, arch: str, options: CodegenOptions) -> Disassembly:
