@@ -53,7 +53,7 @@ def role_of(graph: str) -> str:
     """What a timing row's ``graph`` label stands for (the labels benchmarks/kernels.py writes)."""
     if graph == "unfused":
         return "unfused baseline"
-    if graph == "torch":
+    if graph in ("torch", "torch eager", "torch.compile", "SDPA"):  # the library baselines (bench.baselines)
         return "torch baseline"
     if graph == "fused" or graph.startswith("fused ("):  # "fused (no prefetch)": the codegen ablation
         return "hand-fused"

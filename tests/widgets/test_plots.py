@@ -201,3 +201,12 @@ def test_bad_roofline_input() -> None:
         plots.roofline_figure(mixed)
     with pytest.raises(InputError, match="missing column"):
         plots.roofline_figure(mixed.drop(columns="flops"))
+
+
+def test_library_baselines_are_coloured_as_baselines() -> None:
+    """The timing table's baseline labels (bench.baselines) share the torch colour; μGraph rows keep theirs."""
+    from mirage_lab.widgets.plots_style import role_of
+
+    assert {role_of(g) for g in ("torch", "torch eager", "torch.compile", "SDPA")} == {"torch baseline"}
+    assert role_of("fused (before)") == "hand-fused" and role_of("search best (before)") == "search best"
+    assert role_of("single_lora") == "reference μGraph"
