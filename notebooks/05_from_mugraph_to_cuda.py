@@ -124,12 +124,15 @@ print(source)
 # counter `i`. For `W` (imap `x→1`, fmap `0`) block `x` owns a strip of columns, and iteration `i`
 # walks down its rows. `X` has imap `φ` everywhere — every block reads the same rows (replication) —
 # but also fmap `1`, so it walks along the reduction dimension in step with `W`. The copy itself moves
-# 16-byte vectors (`uint4`, 8 halves) whenever the tile rows allow it (8- or 4-byte ones otherwise).
+# 16-byte vectors (8 halves) whenever the tile rows allow it (8- or 4-byte ones otherwise), with
+# **asynchronous copies** (`cp.async`, `mirage_cp_async<16>`): global memory to shared memory without
+# passing through registers.
 #
-# The loop is **prefetched**: while iteration `i` computes, the loads of iteration `i + 1`'s tiles are
-# already in flight into registers (`pf…` arrays, offset `(i + 1)·…`), and the top of the next iteration
-# only stores them to shared memory. `ml.generate_cuda(graph, prefetch=False)` gives the plain
-# load–barrier–compute loop; the GPU benchmark times both.
+# The loop is **pipelined**: each loop tile has a *ring* of several copies in shared memory (`s1_ring`),
+# and iteration `i`'s tiles were requested `stages − 1` iterations earlier (offset `(i + stages − 1)·…`),
+# so that many iterations' bytes are in flight while one computes — as many as an SM needs to hide DRAM
+# latency (`codegen/pipeline.py` sizes the ring). `ml.generate_cuda(graph, prefetch=False)` gives the
+# copy–wait–compute loop; the GPU benchmark times both.
 
 # %%
 body = graph.block_graphs[0]
@@ -137,12 +140,14 @@ X, W = graph.input_types
 loader_w = body.loaders[1]
 tile_w = body.tensors[loader_w.outputs[0]].dims
 print("W tile per block and iteration:", tile_w, " imap", loader_w.attr("imap"), " fmap", loader_w.attr("fmap"))
-print(excerpt(source, "// s1 = input()", "uint4"))
+print(excerpt(source, "// s1 = input()  // iteration 0", "mirage_cp_async"))
+stages = plan_kernel(body, CodegenOptions()).stages
+print("ring of", stages, "copies of each loop tile")
 # the offset terms the text describes, computed from the graph rather than copied from the source
 assert f"(long long)blockIdx.x * {tile_w[1]}" in source                # imap x→1: column strip of width tile[1]
-assert f"(long long)(i + 1) * {tile_w[0] * W.dims[1]}" in source       # fmap 0: tile[0] rows of W per iteration
+assert f"(long long)(i + {stages - 1}) * {tile_w[0] * W.dims[1]}" in source  # fmap 0: tile[0] rows a step
 plain = ml.generate_cuda(graph, prefetch=False)
-assert f"(long long)i * {tile_w[0] * W.dims[1]}" in plain and " pf1[" in source and " pf1[" not in plain
+assert f"(long long)i * {tile_w[0] * W.dims[1]}" in plain and "s1_ring" in source and "s1_ring" not in plain
 
 # %% [markdown]
 # The saver works the same way in reverse: its **omap** (`x→1`) says block `x` writes output columns
@@ -200,15 +205,16 @@ assert count == X.dims[-1] and f"sqrtf(acc{rms}[idx] / {float(count)}f)" in sour
 #
 # Element-wise ops that directly follow a producer are **fused** into it (SPEC §4): the producer's
 # element loop applies them to `v` in registers before a single store. In the RMSNorm kernel the
-# matmul's result is never stored at all — the `accum_no_red` that follows it is fused, so each thread
-# adds its matmul element straight into the accumulator (`acc…[idx] += v;  // accum_no_red`).
+# matmul's result is never stored at all — the `accum_no_red` that follows it is fused, so the matmul
+# keeps its running sums in registers across the whole for-loop and writes them to the accumulator once,
+# in the last iteration (`acc…[pair] = c[j][2 * h];  // the whole for-loop's sums`).
 #
 # The split-KV attention μGraph (`fused.gqa`, two custom kernels) shows the other case: `exp(Q·K)` is
-# computed by the matmul's loop and written once, already exponentiated (`v = expf(v);  // fused exp`).
+# computed by the matmul and written once, already exponentiated (`v0 = expf(v0);  // fused exp`).
 
 # %%
 print("thread graphs of the RMSNorm kernel:", schedule.fusion)
-print(excerpt(source, "= matmul(", "accum_no_red"))
+print(excerpt(source, "= matmul(", "the whole for-loop's sums"))
 
 gqa = fused.gqa(batch_size=1)
 gqa_source = ml.generate_cuda(gqa)
@@ -216,7 +222,7 @@ gqa_source = ml.generate_cuda(gqa)
 print("\nthread graphs of the attention kernel:", schedule_block_graph(gqa.block_graphs[0]).fusion)
 print(excerpt(gqa_source, "// s3 = matmul(s0, s1)", "fused exp"))
 assert gqa_source.count("__global__") == len(gqa.block_graphs) == 2
-assert "// fused exp" in gqa_source and "// accum_no_red" in source
+assert "// fused exp" in gqa_source and "// the whole for-loop's sums" in source and "acc4[idx] +=" not in source
 
 # %%
 print(plan_cuda(gqa))
@@ -224,22 +230,26 @@ print(plan_cuda(gqa))
 # %% [markdown]
 # ### 3.5 · Tensor cores
 #
-# The attention kernel's matmuls have fp16 tiles whose outputs split into 16×16 squares (and K a
-# multiple of 16), so they run on **tensor cores** (`optimize/tensor_cores.py` decides): each warp takes
-# output tiles in turn, multiplies `nvcuda::wmma` fragments read straight from the operands' shared-memory
-# tiles, and stores its fp32 result to a private *staging tile*. The fragment's element layout is opaque,
-# so the lanes then read the staging tile element by element and apply the fused epilogue there — the
-# `expf` above. The RMSNorm kernel's matmul, `(2, 128)·(128, 24)` per block, fits no wmma shape: it is a
-# GEMV, whose K sum is split over the idle threads instead. `tensor_cores=False` gives the scalar loop
-# (the GPU benchmark times both).
+# Every fp16 matmul whose columns are whole 8-column tiles (and K a multiple of 16) runs on **tensor
+# cores** (`optimize/tensor_cores.py` decides): warps take *tasks* of 16 rows × up to 4 eight-column
+# tiles in turn, read operand fragments from the shared-memory tiles with `ldmatrix` (`mirage_load_a`,
+# `mirage_load_b`) and multiply them with `mma.sync.m16n8k16` (`mirage_mma`), accumulating in fp32
+# registers. The fragment layout is fixed by the PTX ISA — lane `l` holds rows `l/4` and `l/4 + 8`,
+# columns `2·(l%4)` and the next — so each lane applies the fused epilogue (the `expf` above) straight
+# from its registers. Small M is padded in registers: the RMSNorm kernel's `(2, 128)·(128, 24)` runs on
+# tensor cores too, its lanes for rows 2…15 reading row 1 again and dropping those outputs. A matmul
+# feeding a plain accumulator keeps its sums in registers for the whole loop. `tensor_cores=False`
+# gives the CUDA-core loop (the GPU benchmark times both).
 
 # %%
 tilings = mma_matmuls(gqa.block_graphs[0])
-print({k: f"{t.rows}×{t.cols} outputs in {t.tiles} tiles of {t.shape[0]}×{t.shape[1]}, K = "
+print({k: f"{t.rows}×{t.cols} outputs in {t.tasks} tasks of 16×{8 * t.n_tiles}, K = "
        f"{[kdim for *_, kdim in t.parts]}, {t.warps} warps" for k, t in tilings.items()})
-print(excerpt(gqa_source, "__syncwarp();  // the lanes", "fused exp"))  # the epilogue, from the staging tile
-assert gqa_source.count("wmma::mma_sync") == len(tilings) == 2 and not mma_matmuls(body)
-assert "wmma" not in ml.generate_cuda(gqa, tensor_cores=False)
+print(excerpt(gqa_source, "float v0 = c[j][2 * h]", "fused exp"))  # the epilogue, from the registers
+assert gqa_source.count("mirage_mma(c[j], fa, fb);") == len(tilings) == 2
+(small,) = mma_matmuls(body).values()  # RMSNorm's 2-row matmul, padded to 16 rows
+assert small.rows == 2 and small.padded_rows
+assert "mirage_mma(" not in ml.generate_cuda(gqa, tensor_cores=False).split('extern "C"')[1]
 
 # %% [markdown]
 # ## 4 · The shared-memory plan
@@ -255,7 +265,8 @@ assert "wmma" not in ml.generate_cuda(gqa, tensor_cores=False)
 # and — if some reader walks several rows at once (a row sum with a thread per row, a tensor-core
 # fragment load) and its rows are an even number of 16-byte chunks — one chunk of padding per row, so
 # that consecutive rows start in different shared-memory banks. Here `X`'s tile, read by the `Σx²` row
-# sum, is padded; `W`'s, read column by column, is not.
+# sum and as the tensor-core A operand, is padded; `W`'s rows are 48 bytes, an odd number of chunks
+# already, so they stay dense.
 
 # %%
 kernel_plan = plan_kernel(body, CodegenOptions())
