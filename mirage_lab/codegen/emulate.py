@@ -156,6 +156,7 @@ static void __syncthreads() {
 // it, and its destination reads as poison (0xFF: NaN) from the issue on: a read before the wait (or, in another
 // thread, before the barrier after it) sees NaN, and so does a read of a slot refilled while still in use.
 // A thread that finishes with copies in flight is an error: the generator must wait for every copy it reads.
+#define MIRAGE_LAB_SMEM_ADDRESS  // the generator's PTX helpers below are replaced, so no address conversion
 #define MIRAGE_LAB_ASYNC_COPY
 struct mirage_copy { char* dst; const char* src; int bytes; };
 static std::vector<mirage_copy> mirage_in_flight[1024];   // per thread: issued, not yet landed

@@ -18,11 +18,20 @@ template <int N, int W> __device__ __forceinline__ void mirage_warp_sum(float (&
   }
 }
 #endif
+#ifndef MIRAGE_LAB_SMEM_ADDRESS
+#define MIRAGE_LAB_SMEM_ADDRESS
+// the 32-bit shared-memory address of a generic pointer into shared memory (PTX, so no header is needed)
+__device__ __forceinline__ unsigned mirage_smem_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
+  return a;
+}
+#endif
 #ifndef MIRAGE_LAB_ASYNC_COPY  // sm_80+: global -> shared without registers (LDGSTS)
 #define MIRAGE_LAB_ASYNC_COPY
 // B bytes (16: bypassing L1, .cg; 8 or 4: .ca) from global memory to shared memory, in this thread's open group
 template <int B> __device__ __forceinline__ void mirage_cp_async(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned s = mirage_smem_address(smem);
   if (B == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem) : "memory");
   else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(s), "l"(gmem), "n"(B) : "memory");
 }
@@ -36,18 +45,19 @@ template <int N> __device__ __forceinline__ void mirage_cp_async_wait() {
 #define MIRAGE_LAB_MMA
 struct mirage_frag_a { unsigned x[4]; };
 struct mirage_frag_b { unsigned x[2]; };
+// (ldmatrix reads shared memory the compiler cannot see: "memory" keeps it after the stores and barriers before it)
 // A's 16x16 fragment at a (row pitch lda halves); rows from `rows` on read row rows - 1 (small M, padded)
 __device__ __forceinline__ void mirage_load_a(mirage_frag_a& f, const __half* a, int lda, int rows) {
   const int lane = threadIdx.x % 32, r = lane % 16 < rows ? lane % 16 : rows - 1;
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(a + r * lda + lane / 16 * 8));
+  const unsigned s = mirage_smem_address(a + r * lda + lane / 16 * 8);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]) : "r"(s));
+               : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]) : "r"(s) : "memory");
 }
 // B's 16x8 fragment at b (row-major K x N, row pitch ldb halves), transposed into mma's column layout
 __device__ __forceinline__ void mirage_load_b(mirage_frag_b& f, const __half* b, int ldb) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(b + (threadIdx.x % 16) * ldb));
+  const unsigned s = mirage_smem_address(b + (threadIdx.x % 16) * ldb);
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(f.x[0]), "=r"(f.x[1]) : "r"(s));
+               : "=r"(f.x[0]), "=r"(f.x[1]) : "r"(s) : "memory");
 }
 // c += a * b; lane l holds c at rows l/4 (c[0], c[1]) and l/4 + 8 (c[2], c[3]), columns 2*(l%4) and the next
 __device__ __forceinline__ void mirage_mma(float (&c)[4], const mirage_frag_a& a, const mirage_frag_b& b) {
