@@ -55,6 +55,7 @@ FITTED = ROOT / "mirage_lab" / "optimize" / "fitted.py"
 ABLATION = {"fused": CodegenOptions(), "fused (no prefetch)": CodegenOptions(prefetch=False),
             "fused (no tensor cores)": CodegenOptions(tensor_cores=False),
             "fused (no padding)": CodegenOptions(padding=False),
+            "fused (no async copies)": CodegenOptions(async_copies=False),
             "fused (no split sums)": CodegenOptions(split_sums=False), "fused (plain loops)": PLAIN}
 
 

@@ -213,11 +213,11 @@ def _kernel_rows(p: _Point, run: Any, hw: str, record: Callable[..., None], ref_
         g = fused.FUSED[name](batch)
         proxy = proxy_cost(g, hw).seconds * 1e6
         record(p, "fused", partial(run.compile, g), proxy, g)
-        # the codegen ablation (codegen.cuda): without the register prefetch; without tensor cores,
-        # and without padding, where that changes the generated source; then all off (plain loops)
+        # the codegen ablation (codegen.cuda): without the ring of loop tiles copied ahead; without tensor cores,
+        # padding and asynchronous copies, where that changes the generated source; then all off (plain loops)
         record(p, "fused (no prefetch)", partial(run.compile, g, prefetch=False), proxy, g)
         default = generate_cuda(g)
-        for option in ("tensor_cores", "padding"):
+        for option in ("tensor_cores", "padding", "async_copies"):
             off = CodegenOptions(**{option: False})
             if generate_cuda(g, off) != default:
                 record(p, f"fused (no {option.replace('_', ' ')})", partial(run.compile, g, off), proxy, g)
