@@ -6,8 +6,9 @@ For each benchmark program and batch size, times on the GPU with device events (
 * ``unfused``: the program run op by op with CuPy (``mirage_lab.codegen.run.unfused_cupy``);
 * ``fused``: the hand-written fused μGraph (``mirage_lab.bench.fused``), compiled with
   ``mirage_lab.codegen.run.compile``, where there is one; ``fused (no prefetch)``, ``fused (no tensor cores)``,
-  ``fused (no padding)`` and ``fused (no async copies)`` (each where it changes the code) and ``fused (plain loops)``: the same kernels
-  with one of the codegen options off, and with all of them off (``codegen.PLAIN``; the ablation);
+  ``fused (no padding)`` and ``fused (no async copies)`` (each where it changes the code) and
+  ``fused (plain loops)``: the same kernels with one of the codegen options off, and with all of them off
+  (``codegen.PLAIN``; the ablation);
 * ``search best``: the best μGraph our own search found (``data/search_best``), where one is recorded;
 * ``<file>[i]``: reference μGraphs of each checkpoint file for that program and batch (the proxy's best
   first, then graphs spread over the proxy ranking, up to ``--max-graphs``);
