@@ -66,6 +66,7 @@ SMEM_DECL = re.compile(r"extern\s+__shared__\s+__align__\(\d+\)\s+char\s+smem\[\
 KERNEL_NAME = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+(?:, \d+)?\))? (\w+)\(')
 
 SHIM = r"""
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cmath>
@@ -75,7 +76,6 @@ SHIM = r"""
 #include <cstring>
 #include <type_traits>
 #include <utility>
-#include <vector>
 #include <pthread.h>
 #include <ucontext.h>
 
@@ -159,8 +159,12 @@ static void __syncthreads() {
 #define MIRAGE_LAB_SMEM_ADDRESS  // the generator's PTX helpers below are replaced, so no address conversion
 #define MIRAGE_LAB_ASYNC_COPY
 struct mirage_copy { char* dst; const char* src; int bytes; };
-static std::vector<mirage_copy> mirage_in_flight[1024];   // per thread: issued, not yet landed
-static std::vector<size_t> mirage_group_ends[1024];        // per thread: copies in each committed group
+// Per thread, plain arrays (no static destructors in a library Python never unloads): the copies issued and not
+// landed, oldest first, grown by realloc and freed after each launch; and where each committed group ends in them.
+constexpr int MIRAGE_GROUPS = 64;
+static mirage_copy* mirage_copies[1024];
+static int mirage_issued[1024], mirage_capacity[1024];
+static int mirage_group_end[1024][MIRAGE_GROUPS], mirage_groups[1024];
 static int mirage_smem_bytes;                              // this launch's planned shared memory
 template <int B> static void mirage_cp_async(void* smem, const void* gmem) {
   static_assert(B == 4 || B == 8 || B == 16, "cp.async copies 4, 8 or 16 bytes");
@@ -169,19 +173,39 @@ template <int B> static void mirage_cp_async(void* smem, const void* gmem) {
     return mirage_fail("misaligned cp.async (source and destination must be aligned to the copy size)");
   if (d < mirage_smem || d + B > mirage_smem + mirage_smem_bytes)
     return mirage_fail("cp.async outside the planned shared memory");
+  const unsigned t = threadIdx.x;
+  if (mirage_issued[t] == mirage_capacity[t]) {
+    const int grown = mirage_capacity[t] ? 2 * mirage_capacity[t] : 64;
+    void* q = std::realloc(mirage_copies[t], sizeof(mirage_copy) * grown);
+    if (!q) return mirage_fail("out of memory for the cp.async queue");
+    mirage_copies[t] = static_cast<mirage_copy*>(q);
+    mirage_capacity[t] = grown;
+  }
   std::memset(d, 0xFF, B);
-  mirage_in_flight[threadIdx.x].push_back({d, static_cast<const char*>(gmem), B});
+  mirage_copies[t][mirage_issued[t]++] = {d, static_cast<const char*>(gmem), B};
 }
-static void mirage_cp_async_commit() { mirage_group_ends[threadIdx.x].push_back(mirage_in_flight[threadIdx.x].size()); }
+static void mirage_cp_async_commit() {
+  const unsigned t = threadIdx.x;
+  if (mirage_groups[t] == MIRAGE_GROUPS) return mirage_fail("more than 64 cp.async groups in flight");
+  mirage_group_end[t][mirage_groups[t]++] = mirage_issued[t];
+}
 template <int N> static void mirage_cp_async_wait() {
-  auto& q = mirage_in_flight[threadIdx.x];
-  auto& ends = mirage_group_ends[threadIdx.x];
-  if (ends.size() <= (size_t)N) return;
-  const size_t landed = ends[ends.size() - 1 - N];  // every copy of the groups older than the newest N
-  for (size_t c = 0; c < landed; ++c) std::memcpy(q[c].dst, q[c].src, q[c].bytes);
-  q.erase(q.begin(), q.begin() + landed);
-  ends.erase(ends.begin(), ends.end() - N);
-  for (size_t& e : ends) e -= landed;
+  const unsigned t = threadIdx.x;
+  const int groups = mirage_groups[t];
+  if (groups <= N) return;
+  const int landed = mirage_group_end[t][groups - 1 - N];  // every copy of the groups older than the newest N
+  mirage_copy* q = mirage_copies[t];
+  for (int c = 0; c < landed; ++c) std::memcpy(q[c].dst, q[c].src, q[c].bytes);
+  std::memmove(q, q + landed, sizeof(mirage_copy) * (mirage_issued[t] - landed));
+  mirage_issued[t] -= landed;
+  for (int g = 0; g < N; ++g) mirage_group_end[t][g] = mirage_group_end[t][groups - N + g] - landed;
+  mirage_groups[t] = N;
+}
+static void mirage_cp_async_reset(int threads) {  // after each block: nothing may stay in flight
+  for (int t = 0; t < threads; ++t) { mirage_issued[t] = 0; mirage_groups[t] = 0; }
+}
+static void mirage_cp_async_free(int threads) {
+  for (int t = 0; t < threads; ++t) { std::free(mirage_copies[t]); mirage_copies[t] = nullptr; mirage_capacity[t] = 0; }
 }
 
 // Tensor cores (ldmatrix + mma.sync.m16n8k16). A lane's fragment holds the A rows and B columns its four
@@ -284,10 +308,12 @@ static void mirage_run_block_threads(int threads, pthread_t* pool) {
 
 static void mirage_launch(void (*kernel)(void**), void** args, int gx, int gy, int gz, int threads, int smem_bytes,
                           int mode) {
-  // The planned bytes, then a guard: a write past the plan's peak is caught, a read of it gives NaN.
-  constexpr int GUARD = 4096;
+  // The planned bytes, then a guard: a write past the plan's peak is caught, a read of it gives NaN. The guard
+  // reaches past any GPU's shared memory (227 KiB), so a kernel generated for another plan (a test's variant
+  // source) still writes inside this allocation, never into the heap beyond it.
+  const int span = (std::max(smem_bytes + 4096, 256 * 1024) + 31) / 32 * 32;
   constexpr size_t STACK = 1 << 16;
-  mirage_smem = static_cast<char*>(std::aligned_alloc(32, (smem_bytes + GUARD + 31) / 32 * 32));
+  mirage_smem = static_cast<char*>(std::aligned_alloc(32, span));
   mirage_smem_bytes = smem_bytes;
   char* stacks = new char[STACK * threads];
   ucontext_t* ctx = new ucontext_t[threads];
@@ -301,20 +327,19 @@ static void mirage_launch(void (*kernel)(void**), void** args, int gx, int gy, i
     for (int y = 0; y < gy && !mirage_error[0]; ++y)
       for (int x = 0; x < gx && !mirage_error[0]; ++x) {
         blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
-        std::memset(mirage_smem, 0xFF, smem_bytes + GUARD);  // NaN: unwritten shared memory must not look like data
+        std::memset(mirage_smem, 0xFF, span);  // NaN: unwritten shared memory must not look like data
         if (mode == 2) mirage_run_block_threads(threads, pool);
         else mirage_run_block_fibers(threads, mode == 1, ctx, done, stacks, STACK);
-        for (int b = smem_bytes; b < smem_bytes + GUARD; ++b)
+        for (int b = smem_bytes; b < span; ++b)
           if (mirage_smem[b] != (char)0xFF) { mirage_fail("write past the planned shared memory"); break; }
-        for (int t = 0; t < threads; ++t) {
-          if (!mirage_in_flight[t].empty() && !mirage_error[0])
+        for (int t = 0; t < threads && !mirage_error[0]; ++t)
+          if (mirage_issued[t])
             std::snprintf(mirage_error, sizeof mirage_error, "cp.async copies still in flight when thread %d "
                           "finished (block (%d, %d, %d)): every copy must be waited for", t, x, y, z);
-          mirage_in_flight[t].clear();
-          mirage_group_ends[t].clear();
-        }
+        mirage_cp_async_reset(threads);
       }
   std::free(mirage_smem);
+  mirage_cp_async_free(threads);
   delete[] stacks; delete[] ctx; delete[] done; delete[] pool;
 }
 

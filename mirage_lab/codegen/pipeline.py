@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mirage_lab.codegen.options import CodegenOptions
-from mirage_lab.codegen.vectors import tile_copy
+from mirage_lab.codegen.vectors import copy_shape, tile_copy
 from mirage_lab.ir.graph import BlockGraph, loader_dtensor
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.ir.tensor import Dims
 from mirage_lab.optimize.hardware import HARDWARE
+from mirage_lab.optimize.layout import TileLayout
 from mirage_lab.optimize.memory import SmemPlan
 from mirage_lab.optimize.schedule import BlockSchedule
 
@@ -59,24 +60,26 @@ class Pipeline:
 NO_PIPELINE = Pipeline(1, frozenset(), frozenset())
 
 
-def async_loaders(bg: BlockGraph, strides: Mapping[int, Dims]) -> frozenset[int]:
+def async_loaders(bg: BlockGraph, strides: Mapping[int, Dims], layouts: Mapping[int, TileLayout]) -> frozenset[int]:
     """Loaders whose tile copies in whole vectors (``strides``: loader → declared strides of its input)."""
     threads = math.prod(bg.block)
     out = set()
     for k, node in enumerate(bg.nodes):
         if node.op is Op.INPUT:
-            d = loader_dtensor(node)
-            if tile_copy(bg.tensors[node.outputs[0]].dims, d.dims, d.dtype.itemsize, threads, strides.get(k)).vtype:
+            d, t = loader_dtensor(node), node.outputs[0]
+            tile, full = copy_shape(bg.tensors[t].dims, d.dims, d.dtype.itemsize, strides.get(k),
+                                    not layouts[t].padded)
+            if tile_copy(tile, full, d.dtype.itemsize, threads, strides.get(k)).vtype:
                 out.add(k)
     return frozenset(out)
 
 
 def plan_pipeline(bg: BlockGraph, schedule: BlockSchedule, options: CodegenOptions, strides: Mapping[int, Dims],
-                  smem_for: Callable[[Mapping[int, int]], SmemPlan]) -> Pipeline:
+                  layouts: Mapping[int, TileLayout], smem_for: Callable[[Mapping[int, int]], SmemPlan]) -> Pipeline:
     """The pipeline of ``bg``; ``smem_for(rings)`` plans shared memory with those rings (STensor → stages)."""
     if not options.async_copies:
         return NO_PIPELINE
-    copied = async_loaders(bg, strides)
+    copied = async_loaders(bg, strides, layouts)
     loop = {k for st in schedule.loop for k in st.nodes if k in copied and bg.nodes[k].op is Op.INPUT}
     if not options.prefetch or bg.forloop_range < 2 or not loop or not _only_read_in_loop(bg, schedule, loop):
         return Pipeline(1, copied, frozenset())

@@ -68,7 +68,7 @@ def plan_kernel(bg: BlockGraph, options: CodegenOptions, strides: Mapping[int, D
     layouts = choose_layouts(bg, mma, options.padding)
     if plan_shared_memory(bg, schedule, layouts).peak > PADDING_LIMIT and any(lay.padded for lay in layouts.values()):
         layouts = choose_layouts(bg, mma, padding=False)
-    pipeline = plan_pipeline(bg, schedule, options, strides or {},
+    pipeline = plan_pipeline(bg, schedule, options, strides or {}, layouts,
                              lambda rings: plan_shared_memory(bg, schedule, layouts, rings))
     smem = plan_shared_memory(bg, schedule, layouts, pipeline.ring_tensors(bg))
     return KernelPlan(schedule, mma, layouts, smem, pipeline)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 
 from mirage_lab.codegen.expressions import coords, flat
-from mirage_lab.codegen.vectors import TileCopy, tile_copy
+from mirage_lab.codegen.vectors import TileCopy, copy_shape, tile_copy
 from mirage_lab.codegen.writer import KernelWriter
 from mirage_lab.ir.graph import loader_dtensor, saver_dtensor
 from mirage_lab.ir.tensor import Dims, contiguous_strides
@@ -32,7 +32,8 @@ def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: 
 
     In the widest vectors (16, 8 or 4 bytes) that whole tile rows and DTensor rows allow (``copy_vector``); a
     padded tile's rows are whole vectors too, so each vector stays inside one row."""
-    tc = tile_copy(w.dims(t), full, itemsize, w.threads, strides)
+    dims, full = copy_shape(w.dims(t), full, itemsize, strides, not w.layouts[t].padded)
+    tc = tile_copy(dims, full, itemsize, w.threads, strides)
     w.line(f"const long long base = {base};")
     loop: AbstractContextManager[None]
     if tc.group:
@@ -41,7 +42,7 @@ def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: 
     else:
         loop = w.for_each(tc.chunks, "c")
     with loop:
-        smem, g = _copy_addresses(w, t, full, tc, strides)
+        smem, g = _copy_addresses(w, t, dims, full, tc, strides)
         smem, g = f"{tile or f's{t}'}[{smem}]", f"{glob}[base + {g}]"
         if asynchronous:
             w.line(f"mirage_cp_async<{tc.step * itemsize}>(&{smem}, &{g});")
@@ -52,15 +53,15 @@ def _tile_copy(w: KernelWriter, t: int, full: Dims, base: str, glob: str, load: 
         w.line(f"{dst} = {src};")
 
 
-def _copy_addresses(w: KernelWriter, t: int, full: Dims, tc: TileCopy, strides: Dims | None = None
+def _copy_addresses(w: KernelWriter, t: int, tile: Dims, full: Dims, tc: TileCopy, strides: Dims | None = None
                     ) -> tuple[str, str]:
     """(shared-memory offset, DTensor offset from the tile's base) of the current copy: of ``c`` when flat,
-    of (``row``, ``col``) by rows. Declares ``idx`` (the flat index) for the flat mapping. ``strides``: the
-    DTensor's declared layout (None: row-major)."""
-    tile = w.dims(t)
+    of (``row``, ``col``) by rows. Declares ``idx`` (the flat index) for the flat mapping. ``tile``, ``full``: the
+    dims the copy walks (``copy_shape``); ``strides``: the DTensor's declared layout (None: row-major)."""
     if tc.group:
         col = f"col * {tc.step}" if tc.step > 1 else "col"
-        return f"row * {w.pitch(t)} + {col}", flat(full, [*coords(tile[:-1], "row"), col], strides)
+        pitch = w.pitch(t) if w.layouts[t].padded else tile[-1]  # (a merged copy shape is dense)
+        return f"row * {pitch} + {col}", flat(full, [*coords(tile[:-1], "row"), col], strides)
     w.line(f"const int idx = c * {tc.step};" if tc.step > 1 else "const int idx = c;")
     whole = tile == full and strides is None
     return w.offset(t, "idx"), "idx" if whole else flat(full, coords(tile, "idx"), strides)

@@ -53,3 +53,17 @@ def copy_vector(tile: Dims, full: Dims, itemsize: int, strides: Dims | None = No
         if vec > 1 and tile[-1] % vec == 0 and rows_aligned:
             return vec, vtype
     return 1, ""
+
+
+def copy_shape(tile: Dims, full: Dims, itemsize: int, strides: Dims | None = None, dense: bool = True
+               ) -> tuple[Dims, Dims]:
+    """The tile and DTensor dims a copy walks: as given, or, where their rows are too narrow for 16-byte vectors,
+    with the trailing dims the tile spans whole merged into the dim before them, since such rows follow each other
+    in both memories (a (32, 1) tile of row statistics copies as one run of 32 halves, in 16-byte vectors). Only for
+    row-major DTensors and dense tiles: a padded tile's rows stay rows."""
+    tile, full = tuple(tile), tuple(full)
+    if strides is not None or not dense or copy_vector(tile, full, itemsize)[0] * itemsize == VECTORS[0][0]:
+        return tile, full
+    while len(tile) >= 2 and tile[-1] == full[-1]:
+        tile, full = (*tile[:-2], tile[-2] * tile[-1]), (*full[:-2], full[-2] * full[-1])
+    return tile, full

@@ -313,9 +313,9 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k5(
   // saver = output(s1)
   {
     const long long base = (long long)blockIdx.x * 32;
-    for (int c = threadIdx.x; c < 32; c += 128) {
-      const int idx = c;
-      out0[base + idx] = s1[idx];
+    for (int c = threadIdx.x; c < 4; c += 128) {
+      const int idx = c * 8;
+      *reinterpret_cast<uint4*>(&out0[base + idx]) = *reinterpret_cast<const uint4*>(&s1[idx]);
     }
   }
 }
