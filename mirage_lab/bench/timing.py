@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import json
 import platform
-import re
 import statistics
 import sys
 import time
@@ -47,6 +46,7 @@ from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import load, write_atomic
 from mirage_lab.optimize.cost import proxy_cost
 from mirage_lab.optimize.ranking import rank_correlation
+from mirage_lab.semantics.backend import gpu_name as gpu_name
 from mirage_lab.semantics.backend import to_numpy
 from mirage_lab.semantics.interpret import interpret
 
@@ -73,12 +73,6 @@ def gpu_modules() -> tuple[Any, Any] | str:
     except ImportError as e:
         return f"mirage_lab.codegen.run is not available yet ({e})"
     return cupy, run
-
-
-def gpu_name(cupy: Any) -> str:
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
 
 
 def preset_for(name: str) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -44,3 +46,10 @@ def to_numpy(a: object) -> np.ndarray:
     """Bring an array back to the host."""
     get = getattr(a, "get", None)
     return np.asarray(get() if callable(get) else a)
+
+
+def gpu_name(cupy: Any) -> str:
+    """The current CUDA device's name as a file label (``NVIDIA_H200``): what data/timings names its tables by."""
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")

@@ -127,13 +127,11 @@ def _entry(path: Path, key: str, e: Any, rerun: str) -> TunedKernel:
 
 def current_gpu() -> str | None:
     """The label of this machine's GPU as data/timings names it (NVIDIA_H200), or None without a device."""
-    from mirage_lab.semantics.backend import cupy_available
+    from mirage_lab.semantics.backend import cupy_available, gpu_name
 
     if not cupy_available():
         return None
     import cupy
-
-    from mirage_lab.bench.timing import gpu_name
 
     return gpu_name(cupy)
 
