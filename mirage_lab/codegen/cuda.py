@@ -4,7 +4,8 @@ backend's entry point.
 ``generate_cuda`` gives the source and ``plan_cuda`` what runs (``CudaProgram``); ``CudaBackend`` is the backend
 (``codegen.backend``): render → compile → run → time. The generator, by concept:
 
-* ``options``: ``CodegenOptions`` (prefetch, split sums, tensor cores, padding; ``PLAIN`` turns all off);
+* ``options``: ``CodegenOptions`` (prefetch, split sums, tensor cores, padding, asynchronous copies; ``PLAIN``
+  turns all off); ``pipeline``: which tiles are copied with cp.async, and how far ahead;
 * ``plan``: each kernel's plan (stages, tensor-core matmuls, tile layouts and padding, shared memory) and the
   kernel-graph plan (lowered kernel ops, or library calls);
 * ``source`` and ``kernel``: the whole source, and one kernel around its emitters (hoisted loads, the for-loop,
@@ -12,8 +13,9 @@ backend's entry point.
 * ``writer``: ``KernelWriter``, the text and the typed tile access every emitter writes through;
 * ``expressions``: C literals and indices, and each elementwise op's expression from the op table;
 * ``emit``: the ``EMIT`` table, each block op's emitter by its lowering family: ``tiles`` (loaders, savers,
-  prefetch, strided inputs; copy widths in ``vectors``), ``elementwise``, ``reduction``, ``matmul`` (tensor
-  cores), ``accumulators`` (from each op's ``AccumRule``), with ``split_sum`` (sums over idle threads).
+  ring copies, strided inputs; copy widths in ``vectors``), ``elementwise``, ``reduction``, ``matmul`` (tensor
+  cores, through ``intrinsics``), ``accumulators`` (from each op's ``AccumRule``), with ``split_sum`` (sums
+  over idle threads).
 
 The names that code outside ``codegen`` imports from this module (the entry points, the plans and the op
 tables) are re-exported here from the modules that define them.

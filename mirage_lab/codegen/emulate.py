@@ -14,10 +14,14 @@ schedules that all keep ``__syncthreads()`` exact:
 * ``"threads"``: one OS thread (pthread) per CUDA thread, ``std::barrier`` for ``__syncthreads()``: the
   straightforward model, about 5x slower on two cores (every barrier wakes ``threads`` OS threads).
 
-Each block's shared memory is the planned ``smem_bytes`` plus a guard, all filled with 0xFF (NaN as fp16
-and fp32), and kernel outputs start as NaN: a read of shared memory nobody wrote, or an output element
+Each block's shared memory is the planned ``smem_bytes`` plus a guard (to 256 KiB), all filled with 0xFF (NaN
+as fp16 and fp32), and kernel outputs start as NaN: a read of shared memory nobody wrote, or an output element
 nobody stored, turns into NaN in the result instead of passing silently. A write into the guard, or a
 misaligned vector access (a fault on a GPU), raises ``EmulationError`` naming the kernel, block, thread.
+
+The PTX helpers (``codegen.intrinsics``) have C++ versions here: a ``cp.async`` copy lands when its thread waits
+for its group and poisons its destination until then (a copy still in flight when the thread ends is an error);
+an ``ldmatrix`` + ``mma.sync`` fragment holds the rows and columns its lane's outputs need, read by the lane.
 
 Predefined kernel ops run as their lowered kernels (``codegen.lower``); with ``library_calls=True`` they run in
 numpy by the op table's evaluation rule in fp32 instead, as ``run.py`` does on CuPy. Inputs declared with strides

@@ -2,10 +2,11 @@
 
 A generated kernel follows the interpreter's §3.4 semantics exactly: ``blockIdx`` picks the
 tiles by imap, loaders without a for-loop dim are hoisted before ``for (i < F)``, the others
-read tile ``c·F + i`` along their fmap; accumulators live in fp32 shared memory (zeroed before
-the loop, or seeded at i = 0 for max / rescale), are finalised after it, and post-loop ops and
-savers run once at the end (storage and arithmetic: ``codegen.writer``; stages, barriers and
-offsets: ``codegen.plan``).
+read tile ``c·F + i`` along their fmap, copied ahead into their rings (``codegen.pipeline``);
+accumulators live in fp32 shared memory (zeroed before the loop, or seeded at i = 0 for max /
+rescale; a tensor-core matmul's sums may stay in registers until the last iteration), are
+finalised after it, and post-loop ops and savers run once at the end (storage and arithmetic:
+``codegen.writer``; stages, barriers and offsets: ``codegen.plan``).
 """
 
 from __future__ import annotations
