@@ -30,6 +30,7 @@ from mirage_lab.ir.tensor import Dims
 from mirage_lab.optimize.hardware import HARDWARE
 from mirage_lab.optimize.layout import TileLayout
 from mirage_lab.optimize.memory import SmemPlan
+from mirage_lab.optimize.occupancy import BlockResources, occupancy
 from mirage_lab.optimize.schedule import BlockSchedule
 
 #: the GPU the pipeline is sized for: the most SMs and the fastest memory (H200)
@@ -97,12 +98,11 @@ def plan_pipeline(bg: BlockGraph, schedule: BlockSchedule, options: CodegenOptio
 
 
 def _resident_blocks(bg: BlockGraph, smem_bytes: int) -> int:
-    """Blocks an SM of the target holds: the grid spread over its SMs, as shared memory and threads allow."""
-    hw = TARGET
-    by_grid = -(-math.prod(bg.grid) // hw.sms)
-    by_smem = hw.smem_per_sm // max(smem_bytes + hw.smem_reserved_per_block, 1)
-    by_threads = hw.max_threads_per_sm // math.prod(bg.block)
-    return max(1, min(by_grid, by_smem, by_threads))
+    """Blocks an SM of the target holds: the grid spread over its SMs, as shared memory, threads and the block
+    limit allow (``optimize.occupancy``; registers are ptxas's to fit, by ``__launch_bounds__``)."""
+    by_grid = -(-math.prod(bg.grid) // TARGET.sms)
+    fits = occupancy(BlockResources(math.prod(bg.block), 0, smem_bytes), TARGET).blocks_per_sm
+    return max(1, min(by_grid, fits))
 
 
 def _only_read_in_loop(bg: BlockGraph, schedule: BlockSchedule, loaders: set[int]) -> bool:

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 
 from mirage_lab.codegen.lower import lower_kernel_ops
 from mirage_lab.codegen.options import CodegenOptions, codegen_options
-from mirage_lab.codegen.pipeline import NO_PIPELINE, Pipeline, plan_pipeline
+from mirage_lab.codegen.pipeline import NO_PIPELINE, SMEM_LIMIT, Pipeline, plan_pipeline
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder, as_graph
 from mirage_lab.ir.graph import Attrs, BlockGraph, Grid, KernelGraph
 from mirage_lab.ir.ops import Kind, Op
-from mirage_lab.ir.smem import SMEM_CAPACITY
 from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
 from mirage_lab.optimize.layout import TileLayout, choose_layouts
 from mirage_lab.optimize.memory import SmemPlan, plan_shared_memory
@@ -35,7 +34,7 @@ KERNEL_PREFIX = "mirage_k"
 #: kernel-level ops that run as CuPy library calls
 LIBRARY_KINDS = frozenset({Kind.MATMUL, Kind.UNARY, Kind.BINARY, Kind.REDUCTION, Kind.NORM})
 #: padding never pushes a kernel past the smallest target's shared memory (it is dropped instead)
-PADDING_LIMIT = SMEM_CAPACITY["sm_80"]
+PADDING_LIMIT = SMEM_LIMIT
 
 
 @dataclass(frozen=True)
