@@ -15,7 +15,7 @@ import math
 
 from mirage_lab.codegen.accumulators import finalize, zero_accumulators
 from mirage_lab.codegen.emit import EMIT, UNSUPPORTED
-from mirage_lab.codegen.matmul import declare_held, held_in_registers
+from mirage_lab.codegen.matmul import declare_held
 from mirage_lab.codegen.tiles import emit_ring_copy, ring_slot_elements
 from mirage_lab.codegen.writer import KernelWriter, ctype
 from mirage_lab.errors import UnsupportedOpError
@@ -48,7 +48,6 @@ def kernel_source(w: KernelWriter) -> str:
         ty = ctype(bg.tensors[int(b.key[1:])].dtype) if b.key.startswith("s") else "float"
         name = f"{b.key}_ring" if b.key.startswith("s") and int(b.key[1:]) in rings else b.key
         w.line(f"{ty}* {name} = reinterpret_cast<{ty}*>(smem + {plan.offsets[b.key]});")
-    w.held = held_in_registers(w)
     _prologue(w)
     zero_accumulators(w)
     declare_held(w)

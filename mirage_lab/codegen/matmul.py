@@ -92,40 +92,17 @@ def _strip_products(w: KernelWriter, b: int, width: int) -> None:
         w.line("sum[2 * j + 1] += x * f.y;")
 
 
-#: the most fp32 sums per lane a kernel keeps in registers across the for-loop: more made ptxas spill (sm_80,
-#: the search's GQA kernel at 2 rounds × 4 tiles × 4 = 32 beside its attention tiles' addresses)
-MAX_HELD = 16
-
-
-def held_in_registers(w: KernelWriter) -> dict[int, int]:
-    """Tensor-core matmul → the ``accum_no_red`` it feeds directly, for those whose sums stay in registers across
-    the for-loop (each warp owns the same tasks every iteration), written to the accumulator once, in the last
-    iteration, instead of added to shared memory every iteration; in node order, within ``MAX_HELD``."""
-    out, held = {}, 0
-    for k, t in sorted(w.mma.items()):
-        chain = w.schedule.chain(k)
-        size = _rounds(t) * t.n_tiles * 4
-        if (w.bg.forloop_range > 1 and len(chain) == 1 and w.bg.nodes[chain[0]].op is Op.ACCUM_NO_RED
-                and held + size <= MAX_HELD):
-            out[k], held = chain[0], held + size
-    return out
-
-
-def _rounds(t: MmaTiling) -> int:
-    return -(-t.tasks // t.warps)
-
-
 def declare_held(w: KernelWriter) -> None:
-    """Before the loop: the register sums of the matmuls ``held_in_registers``."""
+    """Before the loop: the register sums of the matmuls the plan holds (``optimize.tensor_cores.held_sums``)."""
     for k in w.held:
         t = w.mma[k]
-        w.line(f"float held{k}[{_rounds(t)}][{t.n_tiles}][4] = {{}};  // matmul {k}'s sums over the for-loop")
+        w.line(f"float held{k}[{t.rounds}][{t.n_tiles}][4] = {{}};  // matmul {k}'s sums over the for-loop")
 
 
 def emit_mma(w: KernelWriter, k: int) -> None:
     """Matmul k on tensor cores (``optimize.tensor_cores``): warps take tasks in turn, accumulate each task's
     tiles in registers over K, then finish each output they hold like any element of the output; or, for a
-    matmul ``held_in_registers``, keep adding to the same registers every iteration."""
+    matmul whose sums the plan holds, keep adding to the same registers every iteration."""
     t = w.mma[k]
     span = TILE_N * t.n_tiles
     across = t.cols // span  # tasks per band
@@ -136,7 +113,7 @@ def emit_mma(w: KernelWriter, k: int) -> None:
         loop = w.block(f"for (int task = threadIdx.x / {WARP}; task < {t.tasks}; task += {t.warps})")
     else:  # unrolled, so that each round's sums are registers
         w.line("#pragma unroll")
-        loop = w.block(f"for (int round = 0; round < {_rounds(t)}; ++round)")
+        loop = w.block(f"for (int round = 0; round < {t.rounds}; ++round)")
     with loop:
         if held is not None:
             w.line(f"const int task = threadIdx.x / {WARP} + round * {t.warps};")

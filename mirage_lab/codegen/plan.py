@@ -28,7 +28,7 @@ from mirage_lab.ir.tensor import Dims, TensorType, contiguous_strides
 from mirage_lab.optimize.layout import TileLayout, choose_layouts
 from mirage_lab.optimize.memory import SmemPlan, plan_shared_memory
 from mirage_lab.optimize.schedule import BlockSchedule, schedule_block_graph
-from mirage_lab.optimize.tensor_cores import MmaTiling, mma_matmuls
+from mirage_lab.optimize.tensor_cores import MmaTiling, held_sums, mma_matmuls
 
 KERNEL_PREFIX = "mirage_k"
 #: kernel-level ops that run as CuPy library calls
@@ -47,6 +47,8 @@ class KernelPlan:
     layouts: Mapping[int, TileLayout]
     smem: SmemPlan
     pipeline: Pipeline = NO_PIPELINE
+    #: tensor-core matmul → the accumulator whose sums it keeps in registers over the loop
+    held: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def stages(self) -> int:
@@ -70,7 +72,7 @@ def plan_kernel(bg: BlockGraph, options: CodegenOptions, strides: Mapping[int, D
     pipeline = plan_pipeline(bg, schedule, options, strides or {}, layouts,
                              lambda rings: plan_shared_memory(bg, schedule, layouts, rings))
     smem = plan_shared_memory(bg, schedule, layouts, pipeline.ring_tensors(bg))
-    return KernelPlan(schedule, mma, layouts, smem, pipeline)
+    return KernelPlan(schedule, mma, layouts, smem, pipeline, held_sums(bg, schedule, mma))
 
 
 def loader_strides(bg: BlockGraph, strides: Sequence[Dims | None]) -> dict[int, Dims]:

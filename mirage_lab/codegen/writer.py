@@ -43,9 +43,7 @@ class KernelWriter:
         self.strides = loader_strides(bg, input_strides)
         kp = plan_kernel(bg, options, self.strides)
         self.schedule, self.mma, self.layouts, self.plan = kp.schedule, kp.mma, kp.layouts, kp.smem
-        self.pipeline, self.barriers = kp.pipeline, kp.barriers
-        #: tensor-core matmul → the accumulator whose sums it keeps in registers (``codegen.matmul``)
-        self.held: dict[int, int] = {}
+        self.pipeline, self.barriers, self.held = kp.pipeline, kp.barriers, kp.held
         self.threads = math.prod(bg.block)
         self.lines: list[str] = []
         self.depth = 1

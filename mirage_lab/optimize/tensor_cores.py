@@ -21,11 +21,13 @@ qualifying pitch is a multiple of 8 halves (padding adds 8).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mirage_lab.ir.dtype import DType
 from mirage_lab.ir.graph import BlockGraph
 from mirage_lab.ir.ops import Op
+from mirage_lab.optimize.schedule import BlockSchedule
 
 TILE_M, TILE_N, TILE_K = 16, 8, 16  # mma.sync.m16n8k16
 WARP = 32
@@ -50,6 +52,11 @@ class MmaTiling:
     @property
     def row_bands(self) -> int:
         return -(-self.rows // TILE_M)
+
+    @property
+    def rounds(self) -> int:
+        """Tasks a warp takes: its sums, ``rounds × n_tiles × 4`` fp32 registers a lane."""
+        return -(-self.tasks // self.warps)
 
     @property
     def tasks(self) -> int:
@@ -102,3 +109,22 @@ def mma_tiling(bg: BlockGraph, k: int) -> MmaTiling | None:
 def mma_matmuls(bg: BlockGraph) -> dict[int, MmaTiling]:
     """Every matmul of ``bg`` that runs on tensor cores, by node."""
     return {k: t for k in range(len(bg.nodes)) if (t := mma_tiling(bg, k)) is not None}
+
+
+#: the most fp32 sums per lane a kernel keeps in registers across the for-loop: more made ptxas spill (sm_80,
+#: the search's GQA kernel at 2 rounds × 4 tiles × 4 = 32 beside its attention tiles' addresses)
+MAX_HELD = 16
+
+
+def held_sums(bg: BlockGraph, schedule: BlockSchedule, mma: Mapping[int, MmaTiling]) -> dict[int, int]:
+    """Tensor-core matmul → the ``accum_no_red`` it feeds directly, for those whose sums stay in registers across
+    the for-loop (each warp owns the same tasks every iteration), written to the accumulator once, in the last
+    iteration, instead of added to shared memory every iteration; in node order, within ``MAX_HELD``."""
+    out, held = {}, 0
+    for k, t in sorted(mma.items()):
+        chain = schedule.chain(k)
+        size = t.rounds * t.n_tiles * 4
+        if (bg.forloop_range > 1 and len(chain) == 1 and bg.nodes[chain[0]].op is Op.ACCUM_NO_RED
+                and held + size <= MAX_HELD):
+            out[k], held = chain[0], held + size
+    return out
