@@ -17,8 +17,9 @@ weighs by a fitted constant and sums. The terms, per generated kernel:
 * ``dram``: DRAM (and L2 re-read) bytes as ``cost.py`` counts them, divided by the
   **latency hiding** ``e_mem = min(1, bytes in flight / (bandwidth × latency))``:
   the blocks resident at once (grid against SMs × resident blocks, registers of the prefetch included) times the
-  bytes one block has in flight (each loop tile × its stages: ``plan.stages`` where the emitter has it, else 2
-  with the register prefetch and 1 without; hoisted tiles once).
+  bytes one block has in flight (each loop tile × its stages: 2 with the register prefetch and 1 without, as the
+  generator the committed tables measured (8fba1b8) worked; hoisted tiles once). The ring of asynchronous copies
+  that replaced it (``codegen.pipeline``, issue 36) is to be modelled once a device table measures it.
 * ``tensor``: matmul FLOPs that run on tensor cores (``options.tensor_cores`` and a tiling,
   ``optimize.tensor_cores``) at the tensor-core peak; ``fma``: the other matmul FLOPs at the fp32 FMA peak
   over the share of threads that have work (a matmul tile with fewer outputs than threads leaves the rest idle
@@ -58,7 +59,8 @@ from mirage_lab.optimize.tensor_cores import mma_matmuls
 __all__ = ["TERMS", "GeneratorOptions", "Terms", "time_terms"]
 
 SECTOR, LINE, WARP_BANKS = 32, 128, 32
-#: registers a thread may spend on prefetched data (as ``codegen.writer`` caps it)
+#: registers a thread could spend on prefetched data (the register prefetch's cap, in the generator the committed
+#: tables measured)
 PREFETCH_REGISTERS = 64
 
 
@@ -162,12 +164,6 @@ def access_efficiency(c: int, burst: float) -> float:
     return (c / (math.ceil(c / SECTOR) * SECTOR)) * min(1.0, c / LINE) ** burst
 
 
-def _stages(plan: Any, prefetched: bool) -> int:
-    """Shared-memory buffers per loop tile: the plan's ``stages`` once the emitter has them, else what the
-    register prefetch gives (two iterations in flight) or the plain loop (one)."""
-    return int(getattr(plan, "stages", 2 if prefetched else 1))
-
-
 def _kernel_terms(bg: BlockGraph, inputs: Sequence[int], strides: Sequence[Any], opts: GeneratorOptions, hw: Hardware,
                   latency_s: float, burst: float) -> Terms:
     n, f = bg.num_blocks, bg.forloop_range
@@ -192,7 +188,7 @@ def _kernel_terms(bg: BlockGraph, inputs: Sequence[int], strides: Sequence[Any],
     by_node = {id(node): t for _, node, _, t in k.ops}
     dram = sectors = 0.0
     inflight = 0.0
-    stages = {i: _stages(None, i in prefetched) for i in loop}
+    stages = {i: 2 if i in prefetched else 1 for i in loop}  # two iterations in flight, or the plain loop's one
     for i, (ld, stride) in enumerate(zip(loaders, strides, strict=False)):
         t = by_node[id(ld)]
         d = loader_dtensor(ld)
