@@ -21,9 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-import mirage_lab as ml
 from mirage_lab.bench.before import check_tree
-from mirage_lab.bench.fused import FUSED
+from mirage_lab.bench.kernel_graphs import SEARCH_BEST_DIR, kernel_graphs
 from mirage_lab.codegen.analysis import analyze_kernel, analyze_source
 from mirage_lab.codegen.options import CodegenOptions
 from mirage_lab.codegen.plan import plan_kernel, prepare
@@ -32,7 +31,6 @@ from mirage_lab.ir.graph import BlockGraph, KernelGraph
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.ir.ops import Op
 
-SEARCH_BEST = Path(__file__).resolve().parents[1] / "data" / "search_best"
 ARCHS = ("sm_80", "sm_90")
 COLUMNS = ["registers", "spill B", "LDGSTS", "% global reads 128-bit", "HMMA", "FFMA", "stages", "in flight B/SM"]
 #: what the older tree runs: the CUDA of a graph given as μGraph JSON (a file) or "fused NAME BATCH"
@@ -42,14 +40,12 @@ CHILD = ("import json, sys; import mirage_lab as ml; from mirage_lab.bench.fused
          "print(ml.generate_cuda(g))")
 
 
-def graphs() -> dict[str, tuple[KernelGraph, list[str]]]:
-    """Label → (graph, how the older tree makes it)."""
-    out = {f"fused_{n}_bs{b}": (FUSED[n](b), ["fused", n, str(b)]) for n in sorted(FUSED) for b in (1, 8)}
-    for path in sorted(SEARCH_BEST.glob("*.json")):
-        g = ml.load(path)
-        if isinstance(g, KernelGraph):
-            out[f"search_{path.stem}"] = (g, ["file", str(path)])
-    return out
+def older_tree_argv(label: str) -> list[str]:
+    """How the older tree makes a labelled graph (``kernel_graphs``): by name and batch, or from its file."""
+    if label.startswith("fused_"):
+        name, batch = label.removeprefix("fused_").rsplit("_bs", 1)
+        return ["fused", name, batch]
+    return ["file", str(SEARCH_BEST_DIR / f"{label.removeprefix('search_')}.json")]
 
 
 def fp16_matmuls(bg: BlockGraph) -> int:
@@ -101,11 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     tree = check_tree(args.before_tree) if args.before_tree else None
     rows: list[dict[str, Any]] = []
-    for label, (graph, how) in graphs().items():
+    for label, graph in kernel_graphs().items():
         for arch in ARCHS:
             rows += after_rows(label, graph, arch)
             if tree is not None:
-                rows += before_rows(tree, label, how, arch)
+                rows += before_rows(tree, label, older_tree_argv(label), arch)
     df = pd.DataFrame(rows).sort_values(["graph", "arch", "kernel", "side"], kind="stable")
     pd.set_option("display.width", 220)
     pd.set_option("display.max_rows", 1000)

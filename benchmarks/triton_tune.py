@@ -26,8 +26,8 @@ from typing import Any
 import pandas as pd
 
 import mirage_lab as ml
-from mirage_lab.bench import fused
 from mirage_lab.bench.harness import input_scale, random_inputs, relative_error
+from mirage_lab.bench.kernel_graphs import kernel_graphs
 from mirage_lab.bench.tolerance import TOLERANCE, within, worst_error
 from mirage_lab.codegen.triton.backend import TritonBackend
 from mirage_lab.codegen.triton.launch import TritonLaunch
@@ -36,20 +36,8 @@ from mirage_lab.codegen.triton.report import triton_report
 from mirage_lab.codegen.triton.sweep import TuneTarget, candidates, sweep, tune_targets
 from mirage_lab.codegen.triton.tuned import TIMINGS_DIR, TunedKernel, TunedTable, current_gpu, tuned_path, write_tuned
 from mirage_lab.errors import MirageError
-from mirage_lab.ir.graph import KernelGraph
 
-ROOT = Path(__file__).resolve().parents[1]
-SEARCH_BEST = ROOT / "data" / "search_best"
 BUDGET_S = 90.0
-
-
-def graphs() -> dict[str, KernelGraph]:
-    out = {f"fused_{name}_b{b}": make(b) for name, make in sorted(fused.FUSED.items()) for b in (1, 8)}
-    for path in sorted(SEARCH_BEST.glob("*.json")):
-        g = ml.load(path)
-        if isinstance(g, KernelGraph):
-            out[f"search_{path.stem}"] = g
-    return out
 
 
 def program_of(where: str) -> str:
@@ -115,7 +103,7 @@ def dry_run(targets: list[TuneTarget]) -> pd.DataFrame:
 
 def aot_report() -> pd.DataFrame:
     frames = []
-    for name, g in graphs().items():
+    for name, g in kernel_graphs().items():
         df = triton_report(g)
         df.insert(0, "graph", name)
         frames.append(df)
@@ -140,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.aot:
         print(aot_report().drop(columns=["key"]).to_string())
         return 0
-    targets = tune_targets(graphs())
+    targets = tune_targets(kernel_graphs())
     if args.dry_run:
         print(dry_run(targets).to_string())
         return 0

@@ -28,6 +28,7 @@ import pandas as pd
 
 from mirage_lab.bench import baselines, before, fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir, input_scale, random_inputs
+from mirage_lab.bench.kernel_graphs import SEARCH_BEST_DIR as SEARCH_BEST_DIR
 from mirage_lab.bench.tolerance import (
     OK,
     OTHER_GRAPH,
@@ -51,7 +52,6 @@ from mirage_lab.semantics.backend import to_numpy
 from mirage_lab.semantics.interpret import interpret
 
 #: the best μGraph each benchmark search found, in a checkout (``benchmarks/search.py --save-best``)
-SEARCH_BEST_DIR = Path(__file__).resolve().parents[2] / "data" / "search_best"
 
 COLUMNS = ["program", "batch", "graph", "median_us", "p10_us", "p90_us", "proxy_us", "hardware", "error", "rel_error",
            "result", "dram_floor_us"]

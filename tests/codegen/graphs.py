@@ -9,12 +9,12 @@ from pathlib import Path
 
 import mirage_lab as ml
 from mirage_lab.bench.fused import FUSED
+from mirage_lab.bench.kernel_graphs import SEARCH_BEST_DIR
 from mirage_lab.bench.programs import PROGRAMS
 from mirage_lab.ir.graph import KernelGraph
 
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
 REFERENCE_GRAPHS = ("single_gated_mlp", "single_lora", "single_mqa_bs1")
-SEARCH_BEST_DIR = Path(__file__).parents[2] / "data" / "search_best"
 SEARCH_BEST = tuple(sorted(p.stem for p in SEARCH_BEST_DIR.glob("*.json")))
 
 
