@@ -38,6 +38,7 @@ import pandas as pd
 import mirage_lab as ml
 from mirage_lab.bench import fused, programs
 from mirage_lab.bench.harness import CHECKPOINTS, find_reference_dir
+from mirage_lab.bench.kernel_graphs import SEARCH_BEST_DIR
 from mirage_lab.codegen.options import PLAIN, CodegenOptions
 from mirage_lab.codegen.plan import prepare
 from mirage_lab.ir.graph import KernelGraph
@@ -49,7 +50,7 @@ from mirage_lab.progress import progress
 ROOT = Path(__file__).resolve().parents[1]
 VERDICTS = ROOT / "data" / "verify_reference_cpu.json"
 TABLE = ROOT / "data" / "timings" / "NVIDIA_H200.csv"
-SEARCH_BEST = ROOT / "data" / "search_best"
+SEARCH_BEST = SEARCH_BEST_DIR
 FITTED = ROOT / "mirage_lab" / "optimize" / "fitted.py"
 #: the codegen ablation's row labels (mirage_lab.bench.timing) and the options each was generated with
 ABLATION = {"fused": CodegenOptions(), "fused (no prefetch)": CodegenOptions(prefetch=False),
