@@ -120,7 +120,9 @@ def _summary(st: ExplorerState, report: SearchReport) -> str:
                    f'{html.escape(r["verdict"])}</td><td>{r["count"]:,}</td></tr>'
                    for r in counts.to_dict("records"))
     rules = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:,}</td></tr>" for k, v in report.oracle_rules.most_common())
-    return (f"<p>{html.escape(repr(report))}</p><p>Program: <code>{html.escape(repr(st.program))}</code><br>"
+    # (pre-line: the report's warnings, such as ops left out of the space, each on its own line)
+    return (f'<p style="white-space: pre-line">{html.escape(repr(report))}</p>'
+            f"<p>Program: <code>{html.escape(repr(st.program))}</code><br>"
             f"Config: <code>{html.escape(repr(st.config))}</code></p>"
             f'<table class="mx-table"><tr><th>verdict</th><th>count</th></tr>{rows}</table>'
             + (f'<p>Oracle prunes by the rule that decided them:</p><table class="mx-table">{rules}</table>'

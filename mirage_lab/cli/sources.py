@@ -191,10 +191,10 @@ PRESET_OF_BENCHMARK = {"lora": "lora", "gqa": "attention", "mqa": "attention", "
 def config_for(source: Source, preset_name: str | None, settings: list[str]) -> Any:
     """The SearchConfig: ``preset_name`` (default: the benchmark's, else "default") with ``KEY=VALUE`` settings,
     each VALUE read by its setting's rule (``search/settings.py``): ``forloop_ranges=[4,16]``, ``pruning=false``."""
-    from mirage_lab.search.config import SearchConfig, preset
+    from mirage_lab.search.config import SearchConfig, as_config
 
-    base = preset(preset_name or PRESET_OF_BENCHMARK.get(source.benchmark or "", "mlp" if source.benchmark
-                                                         else "default"))
+    base = as_config(preset_name or PRESET_OF_BENCHMARK.get(source.benchmark or "", "mlp" if source.benchmark
+                                                            else "default"))
     changes: dict[str, str] = {}
     for item in settings:
         key, eq, value = item.partition("=")

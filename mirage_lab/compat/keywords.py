@@ -22,7 +22,8 @@ from mirage_lab.arguments import did_you_mean
 from mirage_lab.bounds import check_timed_runs
 from mirage_lab.compat.notices import notice, notice_once, unsupported
 from mirage_lab.errors import ArgumentError, InputError
-from mirage_lab.search import SearchConfig, preset
+from mirage_lab.search import SearchConfig
+from mirage_lab.search.config import as_config
 from mirage_lab.search.run_folder import DEFAULT_ROOT
 
 __all__ = ["KEYWORDS", "SearchPlan", "plan_search"]
@@ -76,7 +77,7 @@ def _depth(v: Any) -> int:
 
 def _config(given: dict[str, Any], settings: dict[str, Any]) -> SearchConfig:
     name = given.get("config")
-    base = name if isinstance(name, SearchConfig) else preset("default" if name is None else name)
+    base = as_config(name)
     changes = dict(settings)
     for key, ours, per_input in (("imaps", "imap_set", "imaps"), ("fmaps", "fmap_set", "fmaps")):
         value = given.get(key)

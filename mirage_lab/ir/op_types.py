@@ -113,6 +113,32 @@ class FieldRule:
 EXACT = FieldRule("exact")
 
 
+
+@dataclass(frozen=True)
+class SearchUse:
+    """Whether, and at which levels, the search applies an op (SPEC §7.1; ``search/space.py`` reads it).
+
+    * ``default``: the levels where the default op lists offer it;
+    * ``when_used``: the further levels where it is offered whenever the program uses it (with the program's
+      attributes, as ``mul_scalar``'s factors), so the space holds every program (issue 37);
+    * ``presets``: the presets that add it to their block lists (``attention``: accum_sum_todimx);
+    * ``via``: the block ops the search writes it with instead, for an op it never applies itself (a kernel
+      reduction is an accumulator over a for-loop): the space holds the op when one of them is offered.
+    """
+
+    default: frozenset[Level] = frozenset()
+    when_used: frozenset[Level] = frozenset()
+    presets: tuple[str, ...] = ()
+    via: tuple[str, ...] = ()
+
+    def offered(self, level: Level, used: bool) -> bool:
+        """Whether the search offers the op at ``level`` by default, or because the program uses it."""
+        return level in self.default or (used and level in self.when_used)
+
+
+#: an op the search never applies and writes no other way (loaders, savers: the walk's own structure)
+NOT_SEARCHED = SearchUse()
+
 @dataclass(frozen=True)
 class BuilderRule:
     """An op's builder method, under the reference's name and signature (``A``, ``B`` for tensors).

@@ -16,10 +16,12 @@ from mirage_lab.search.result import SearchResult
 from mirage_lab.search.run_folder import EVENTS, RunFolder, events_file
 from mirage_lab.search.runner import TIME_LIMIT_ENV, superoptimize
 from mirage_lab.search.saved import ranked_candidates
+from mirage_lab.search.space import SearchSpaceWarning, space_gaps
 from mirage_lab.search.tree import run_folder_of, search_tree
 
 __all__ = ["CHECKS", "EVENTS", "OUTCOMES", "PRESETS", "PRUNE_REASONS", "SCHEMA_VERSION", "TIME_LIMIT_ENV",
            "BlockOp", "Close", "Decision",
            "Enumerator", "KernelOp", "OpenBlock", "PartialGraph", "RunFolder", "SearchConfig", "SearchReport",
-           "SearchResult", "checks_frame", "events_file", "is_schema", "load_run", "partial_graph", "preset",
-           "ranked_candidates", "run_folder_of", "schema_version", "search_tree", "superoptimize"]
+           "SearchResult", "SearchSpaceWarning", "checks_frame", "events_file", "is_schema", "load_run",
+           "partial_graph", "preset", "ranked_candidates", "run_folder_of", "schema_version", "search_tree",
+           "space_gaps", "superoptimize"]

@@ -25,17 +25,18 @@ from mirage_lab.absexpr.engines import ENGINES
 from mirage_lab.arguments import checked, checked_methods, did_you_mean
 from mirage_lab.bounds import MAX_TRIALS
 from mirage_lab.errors import ArgumentError, InputError, MirageError
-from mirage_lab.ir.ops import Op
+from mirage_lab.ir.op_types import Level
+from mirage_lab.ir.ops import Op, search_defaults
 from mirage_lab.ir.tensor import MAX_RANK
 from mirage_lab.search.checks import refused_checks
 from mirage_lab.search.settings import Bool, Choice, Int, Many, Optional, Real, Rule, Text, check
 
 Triple = tuple[int, int, int]
 
-KERNEL_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "clamp", "add", "mul", "div", "pow",
-              "customized")
-BLOCK_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "clamp", "add", "mul", "div", "pow",
-             "rms_norm", "accum_no_red", "accum_sum", "accum_rms")
+#: the default op lists, from the op table's ``search`` column (``ir/ops.py``); a program's own ops join them
+#: (``space.for_program``)
+KERNEL_OPS = search_defaults(Level.KERNEL)
+BLOCK_OPS = search_defaults(Level.BLOCK)
 #: the paper-era lists (SPEC §7.1), for studies of the older search
 PAPER_KERNEL_OPS = ("matmul", "exp", "silu", "add", "mul", "div", "customized")
 PAPER_BLOCK_OPS = ("matmul", "exp", "silu", "add", "mul", "div", "rms_norm", "accum_no_red", "accum_sum",
@@ -96,6 +97,8 @@ class SearchConfig:
     # holds every μGraph of the other's with the operands swapped (the same function and cost; docs/decisions.md)
     skip_commuted_twins: bool = True
     smem_budget: int = 96 * 1024
+    # every op the program uses joins the op lists, at the levels its op-table row allows (``space.py``)
+    program_ops: bool = True
     # the final choice (search/profile.py): on a GPU, the ranking's first k measured on every backend
     profile_top_k: int = 8
     # ablation: checks switched off by name (``search/checks.py``; those correctness needs are refused)
@@ -171,7 +174,7 @@ class SearchConfig:
 
 
 #: fields added after run folders were first written, left out of ``to_dict`` (and the hash) while at their default
-LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k")
+LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k", "program_ops")
 
 
 def _plain(v: Any) -> Any:
@@ -204,7 +207,7 @@ def _rules() -> dict[str, Rule]:
     rules |= {name: Bool() for name in (
         "attention_3d_first", "attention", "lora", "normalise_imaps", "randomized_branches", "dedupe_kernel_states",
         "final_kernel_checks", "index_checks", "cost_bound", "skip_commuted_twins", "pruning",
-        "expression_precheck")}
+        "expression_precheck", "program_ops")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "trials": Int(1, MAX_TRIALS), "max_customized": count, "seed": count,
         "profile_top_k": count,
@@ -255,8 +258,8 @@ def _presets() -> dict[str, SearchConfig]:
         "mlp": SearchConfig(preset="mlp"),
         "attention": SearchConfig(preset="attention", attention=True, max_customized=2,
                                   normalise_imaps=True, attention_grids_yz=((16, 4), (4, 16)), attention_3d_first=True,
-                                  block_ops=(*BLOCK_OPS, "accum_sum_todimx"), cost_bound=True),
-        "lora": SearchConfig(preset="lora", lora=True, block_ops=(*BLOCK_OPS, "concat_then_matmul"),
+                                  block_ops=search_defaults(Level.BLOCK, "attention"), cost_bound=True),
+        "lora": SearchConfig(preset="lora", lora=True, block_ops=search_defaults(Level.BLOCK, "lora"),
                              max_block_inputs=4, cost_bound=True),
     }
     out = dict(ours)
@@ -283,4 +286,14 @@ def preset(name: str = "default", **overrides: Any) -> SearchConfig:
     return PRESETS[name].replace(**overrides)
 
 
-__all__ = ["PRESETS", "SearchConfig", "preset"]
+def as_config(config: SearchConfig | str | None, **overrides: Any) -> SearchConfig:
+    """The one place a search's settings are read on their way in: a preset name (None: "default") or a
+    ``SearchConfig``, with ``overrides``."""
+    if isinstance(config, str | None):
+        return preset(config or "default", **overrides)
+    if not isinstance(config, SearchConfig):
+        raise InputError(f"config must be a SearchConfig or a preset name, got {type(config).__name__}")
+    return config.replace(**overrides) if overrides else config
+
+
+__all__ = ["PRESETS", "SearchConfig", "as_config", "preset"]

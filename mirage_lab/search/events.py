@@ -224,6 +224,7 @@ class SearchReport:
     first_verified_s: float | None = None
     cached: bool = False
     time_cap_s: float | None = None  # the MIRAGE_LAB_TIME_LIMIT cap, when it lowered the search's time limit
+    space_gaps: list[str] = field(default_factory=list)  # ops the program uses that the space leaves out (space.py)
 
     def add_summary(self, summary: dict[str, Any]) -> None:
         """Add one walk's counts (``EventLog.summary``)."""
@@ -242,7 +243,8 @@ class SearchReport:
                 "candidates": dict(self.candidates), "verified": self.verified, "tasks_done": self.tasks_done,
                 "tasks_total": self.tasks_total, "stop_reason": self.stop_reason, "seconds": self.seconds,
                 "first_verified_s": self.first_verified_s, "cached": self.cached,
-                **({} if self.time_cap_s is None else {"time_cap_s": self.time_cap_s})}
+                **({} if self.time_cap_s is None else {"time_cap_s": self.time_cap_s}),
+                **({"space_gaps": list(self.space_gaps)} if self.space_gaps else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SearchReport:
@@ -253,6 +255,7 @@ class SearchReport:
         r.tasks_done, r.tasks_total, r.stop_reason = d["tasks_done"], d["tasks_total"], d["stop_reason"]
         r.seconds, r.first_verified_s = dict(d["seconds"]), d.get("first_verified_s")
         r.time_cap_s = d.get("time_cap_s")
+        r.space_gaps = [str(line) for line in d.get("space_gaps") or ()]
         return r
 
     def to_frame(self) -> pd.DataFrame:
@@ -270,7 +273,11 @@ class SearchReport:
                 f"{sum(self.candidates.values())} complete graphs checked; pruned: {pruned or 'none'}; "
                 f"{s['wall']:.1f} s wall (enumeration {s['enumeration']:.1f}, oracle {s['oracle']:.1f}, "
                 f"verification {s['verification']:.1f}); tasks {self.tasks_done}/{self.tasks_total}"
-                f"{', from the cache' if self.cached else ''}{self.cap_note()})")
+                f"{', from the cache' if self.cached else ''}{self.cap_note()}{self.gaps_note()})")
+
+    def gaps_note(self) -> str:
+        """The ops the space left out ("" when none)."""
+        return "".join(f"\n  ⚠ {line}" for line in self.space_gaps)
 
     def cap_note(self) -> str:
         """How MIRAGE_LAB_TIME_LIMIT capped this search ("" when it did not)."""

@@ -49,7 +49,7 @@ from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.search.bound import ranking_seconds
-from mirage_lab.search.config import SearchConfig, preset
+from mirage_lab.search.config import SearchConfig, as_config
 from mirage_lab.search.decision import KernelOp, decoded
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.event_schema import schema_line
@@ -68,6 +68,7 @@ from mirage_lab.search.run_folder import (
     runs_root,
 )
 from mirage_lab.search.saved import ranked_candidates
+from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -99,10 +100,9 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     root of the run folders (default ``$MIRAGE_LAB_RUNS``, else ``./runs``); ``False`` keeps nothing on disk.
     """
     prog = as_graph(program)
-    cfg = preset(config or "default") if isinstance(config, str | None) else config
-    if not isinstance(cfg, SearchConfig):
-        raise InputError(f"config must be a SearchConfig or a preset name, got {type(config).__name__}")
-    cfg = cfg.replace(**overrides) if overrides else cfg
+    cfg, gaps = resolve(prog, as_config(config, **overrides))
+    for line in gaps:  # before the search starts, and again in its report
+        warnings.warn(line, SearchSpaceWarning, stacklevel=3)
     cfg, cap = time_capped(cfg)
     check_executor(executor)
     if not isinstance(run_dir, str | os.PathLike | bool | None):
@@ -110,7 +110,7 @@ def superoptimize(program: Any, config: SearchConfig | str | None = None, *, exe
     if isinstance(run_dir, str | os.PathLike):
         run_dir = runs_root(run_dir)
     with small_pages():  # (the frontier's and the serial executor's arrays)
-        return _Search(prog, cfg, executor, run_dir, progress, cap).run()
+        return _Search(prog, cfg, executor, run_dir, progress, cap, gaps).run()
 
 
 #: an environment variable that caps every search's time limit, whatever the script asks (seconds)
@@ -141,14 +141,19 @@ def run_folder_path(program: Any, config: SearchConfig | str | None = None,
 
     Budgets do not change the folder (a run folder answers the same question at any budget).
     """
-    cfg = preset(config or "default") if isinstance(config, str | None) else config
-    folder_hash = cfg.replace(**{k: None for k in BUDGETS}).hash()
-    return Path(runs_root(run_dir)) / RunFolder.name_for(as_graph(program).canonical_hash(), folder_hash)
+    prog = as_graph(program)
+    return _folder_path(prog, for_program(as_config(config), prog), run_dir)
+
+
+def _folder_path(program: KernelGraph, config: SearchConfig, run_dir: str | os.PathLike[str]) -> Path:
+    """The run folder of a search whose settings are already resolved (``space.resolve``)."""
+    folder_hash = config.replace(**{k: None for k in BUDGETS}).hash()
+    return Path(runs_root(run_dir)) / RunFolder.name_for(program.canonical_hash(), folder_hash)
 
 
 class _Search:
     def __init__(self, program: KernelGraph, config: SearchConfig, executor: Executor | str | None,
-                 run_dir: Any, progress: bool, time_cap_s: float | None = None) -> None:
+                 run_dir: Any, progress: bool, time_cap_s: float | None = None, gaps: list[str] | None = None) -> None:
         self.program, self.config, self.progress = program, config, progress
         self.executor_spec = executor
         self.program_doc = graph_to_dict(program)
@@ -157,8 +162,8 @@ class _Search:
         self.root: Path | None = None
         if run_dir is not False and run_dir is not None:
             self.root = Path(run_dir)
-            self.folder = RunFolder(run_folder_path(program, config, run_dir))
-        self.report = SearchReport(time_cap_s=time_cap_s)
+            self.folder = RunFolder(_folder_path(program, config, run_dir))
+        self.report = SearchReport(time_cap_s=time_cap_s, space_gaps=list(gaps or ()))
         self.t0 = time.time()
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
@@ -229,7 +234,7 @@ class _Search:
                       "(tasks whose files do not match their recorded hashes run again)")
             return None
         report = SearchReport.from_dict(doc["report"])
-        report.cached = True
+        report.cached, report.space_gaps = True, self.report.space_gaps
         cands = [c for c in ranked_candidates(folder, doc["ranking"]) if c is not None]
         return SearchResult(self.program, self.config, cands, report, folder.path, doc["costs"],
                             selection_of(doc))

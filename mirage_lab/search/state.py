@@ -104,21 +104,24 @@ def op_infos(names: Sequence[str], level: Level, program: KernelGraph,
              clamp: tuple[float, float]) -> list[OpInfo]:
     """The ops the search may apply at ``level``. An op with a constant the search cannot invent is offered once
     per constant the program itself uses: ``mul_scalar`` with each of the program's scale factors (none when the
-    program scales nothing); ``clamp`` takes its bounds from the config."""
+    program scales nothing); ``clamp`` with the config's bounds and each pair the program clamps to."""
     infos = []
     for name in names:
         op = Op(name)
         if op is Op.MUL_SCALAR:
-            infos += [OpInfo(op, level, {"scalar": c}) for c in program_scalars(program)]
+            infos += [OpInfo(op, level, {"scalar": c}) for (c,) in program_attrs(program, op, ("scalar",))]
+        elif op is Op.CLAMP:
+            bounds = dict.fromkeys([(float(clamp[0]), float(clamp[1])), *program_attrs(program, op, ("min", "max"))])
+            infos += [OpInfo(op, level, {"min": lo, "max": hi}) for lo, hi in bounds]
         else:
             infos.append(OpInfo(op, level, clamp=clamp))
     return infos
 
 
-def program_scalars(program: KernelGraph) -> list[float]:
-    """The distinct ``mul_scalar`` factors of ``program`` (at either level), in ascending order."""
+def program_attrs(program: KernelGraph, op: Op, names: tuple[str, ...]) -> list[tuple[float, ...]]:
+    """The distinct values of ``op``'s attributes ``names`` in ``program`` (at either level), in ascending order."""
     nodes = [*program.nodes, *(n for bg in program.block_graphs for n in bg.nodes)]
-    return sorted({float(n.attr("scalar")) for n in nodes if n.op is Op.MUL_SCALAR})
+    return sorted({tuple(float(n.attr(a)) for a in names) for n in nodes if n.op is op})
 
 
 @dataclass
