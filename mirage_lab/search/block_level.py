@@ -141,7 +141,8 @@ class BlockLevel(Walk):
         tiles = [b.tensors[i].dims for i in dangling]
         for omap in cands.omap_candidates(tiles, b.grid, self.cfg):
             decision = Close(omap)
-            outs = saved(b, dangling, omap)
+            outs = checks.intermediate_parts(self, saved(b, dangling, omap), [b.tensors[i] for i in dangling], omap,
+                                             b.grid)
             if b.need is not None and not all((t.dims, t.dtype.value) in self.out_types for t in outs):
                 continue  # (``goal``) the last kernel op: a graph whose outputs have other dims is no candidate
             self.block = None

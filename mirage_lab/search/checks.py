@@ -31,7 +31,7 @@ from mirage_lab.search.bound import candidate_bound, state_bound
 from mirage_lab.search.decision import BlockOp, Decision, KernelOp
 from mirage_lab.search.goal import final_kernel, foreign_function_of
 from mirage_lab.search.state import Block, Entry, Key, OpInfo, T
-from mirage_lab.search.tiling import Parts, op_parts
+from mirage_lab.search.tiling import Parts, aligned, op_parts, saved_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,6 +139,31 @@ def index(w: Walk, info: OpInfo, ins: list[T], dims: list[Dims]) -> tuple[Parts,
     if "index" not in w.on:
         return None
     return op_parts(info.op, [t.part or (None,) * len(t.dims) for t in ins], [t.dims for t in ins], dims)
+
+
+def source_parts(t: T) -> Parts | None:
+    """(``tiling``) A kernel tensor's alignment for its loaders: None when aligned (a program input)."""
+    return None if t.source else t.part or (None,) * len(t.dims)
+
+
+def kernel_op_parts(w: Walk, info: OpInfo, ins: list[T], dims: list[Dims]) -> list[Parts | None]:
+    """``intermediate_parts``: the alignment of a kernel op's outputs (``tiling``: a whole-tensor op keeps its
+    operands' aligned dims where ``op_parts`` can say where each output position comes from)."""
+    if "intermediate_parts" not in w.on:
+        return [None] * len(dims)
+    got = op_parts(info.op, [aligned(len(t.dims)) if t.source else t.part or (None,) * len(t.dims) for t in ins],
+                   [t.dims for t in ins], dims)
+    return [None] * len(dims) if isinstance(got, str) else list(got)
+
+
+def intermediate_parts(w: Walk, outs: list[T], tiles: list[T], omap: tuple[int, ...],
+                       grid: tuple[int, int, int]) -> list[T]:
+    """``intermediate_parts``: give the kernel tensors a block graph saves (``outs``, from ``tiles``) their
+    alignment (``tiling.saved_parts``), so that the index checks see how the next kernel tiles them."""
+    if "intermediate_parts" in w.on:
+        for t, tile in zip(outs, tiles, strict=True):
+            t.part = saved_parts(tile.part or (None,) * len(tile.dims), omap, grid)
+    return outs
 
 
 def judged(w: Walk, info: OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
@@ -258,6 +283,8 @@ CHECKS: tuple[Check, ...] = (
           required=True),
     Check("index", "index", "no diagonal tiles or mismatched contractions over program inputs (tiling.py)",
           index, setting=("index_checks", True)),
+    Check("intermediate_parts", "index", "the index checks see how intermediates are tiled where their positions "
+          "are the program's indices (tiling.saved_parts)", intermediate_parts, setting=("index_checks", True)),
     Check("semantic_duplicate", "duplicate", "a block state holding an earlier one's tensors is skipped",
           semantic_duplicate, setting=("order", "semantic")),
     Check("kernel_duplicate", "duplicate", "a kernel state equal in expressions to an earlier one is skipped "
@@ -269,11 +296,11 @@ BY_NAME = {c.name: c for c in CHECKS}
 STAGES: dict[str, tuple[str, ...]] = {
     "root": ("foreign_ops",),
     "kernel state": ("precheck", "candidate_bound", "kernel_cap", "state_bound"),
-    "kernel op": ("order", "twin", "shape", "oracle"),
+    "kernel op": ("order", "twin", "shape", "oracle", "intermediate_parts"),
     "customized op": ("customized_cap", "order", "smem", "goal"),
     "block state": ("state_bound", "closing_rule", "goal", "block_cap", "cannot_close"),
     "block op": ("order", "phase", "shape", "smem", "index", "oracle", "twin", "semantic_duplicate"),
-    "close": ("goal", "kernel_duplicate"),
+    "close": ("goal", "intermediate_parts", "kernel_duplicate"),
 }
 
 

@@ -164,6 +164,11 @@ class Walk:
         self.k_ops += 1
         return undo
 
+    def kernel_outputs(self, info: OpInfo, ins: list[T], dims: list[Dims], exprs: Sequence[Term]) -> list[T]:
+        """The kernel tensors a kernel op adds, with their alignment (``checks.kernel_op_parts``)."""
+        parts = checks.kernel_op_parts(self, info, ins, dims)
+        return [T(d, ins[0].dtype, e, part=p) for d, e, p in zip(dims, exprs, parts, strict=True)]
+
     def _pop_kernel(self, undo: tuple[Any, ...]) -> None:
         idx, last, n = undo
         del self.kt[len(self.kt) - n:]
