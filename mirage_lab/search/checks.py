@@ -24,7 +24,7 @@ from mirage_lab.absexpr.of_graph import op_expression
 from mirage_lab.absexpr.terms import Term
 from mirage_lab.arguments import did_you_mean
 from mirage_lab.errors import ShapeError
-from mirage_lab.ir.ops import Level
+from mirage_lab.ir.ops import Kind, Level
 from mirage_lab.ir.tensor import Dims
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.bound import candidate_bound, state_bound
@@ -52,7 +52,12 @@ def customized_cap(w: Walk) -> bool:
 
 
 def block_cap(w: Walk, b: Block) -> bool:
-    return b.n_ops >= w.cfg.max_block_ops
+    return b.n_ops - b.free >= w.cfg.max_block_ops
+
+
+def free_op(w: Walk, b: Block, info: OpInfo, idx: tuple[int, ...]) -> int:
+    """1 when the cap does not count this op: a norm of a loaded tile, while ``free_loader_norms`` allows one."""
+    return int(info.op.spec.kind is Kind.NORM and b.free < w.cfg.free_loader_norms and b.tensors[idx[0]].source)
 
 
 def closing_rule(w: Walk, b: Block, dangling: list[int]) -> bool:
@@ -193,7 +198,7 @@ def cannot_close(w: Walk, b: Block) -> bool:
     any phase must come down to the ``need`` outputs, and only a non-accumulator op merges tensors."""
     if "cannot_close" not in w.on:
         return False
-    ops_left = w.cfg.max_block_ops - b.n_ops
+    ops_left = w.cfg.max_block_ops - (b.n_ops - b.free)  # (a free norm is unary: it merges nothing)
     loop = sum(1 for t in b.tensors if t.uses == 0 and not t.post)
     if loop > ops_left * w.max_drop:
         return True
