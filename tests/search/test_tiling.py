@@ -10,6 +10,7 @@ from mirage_lab.bench import fused
 from mirage_lab.ir.graph import PHI
 from mirage_lab.ir.ops import Op
 from mirage_lab.search.tiling import LOOP, graph_violations, loader_parts, op_parts, saved_parts
+from tests.search.test_search import search
 
 P = PHI
 E = frozenset[int]()
@@ -105,3 +106,12 @@ def test_a_diagonal_graph_is_wrong() -> None:
     s = program.exp(program.matmul(pq, pk))
     program.mark_output(program.div(program.matmul(s, pv), program.reduction(s, 2)))
     assert not ml.verify(wrong, program.freeze()).equivalent
+
+
+def test_tracking_intermediates_keeps_a_two_kernel_spaces_verified_set() -> None:
+    """``intermediate_parts`` only adds index rejections where a loader reads a kernel tensor's aligned dims: in a
+    space of two customized kernels (and kernel ops) the same μGraphs are verified, in fewer states."""
+    kw = dict(cost_bound=True, max_customized=2, max_block_ops=5)
+    on, off = search(**kw), search(**kw, disabled_checks=("intermediate_parts",))
+    assert [c.hash for c in on.candidates] == [c.hash for c in off.candidates] and on.candidates
+    assert on.report.pruned["index"] > off.report.pruned["index"] and on.report.states < off.report.states
