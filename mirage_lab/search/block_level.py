@@ -113,19 +113,22 @@ class BlockLevel(Walk):
         """Apply one viable op, explore below it, undo it."""
         idx, dims, *_ = entry
         decision = BlockOp(info.name, idx, info.attr_items)
-        last = self._push_block_op(b, info, entry)
+        last, free = self._push_block_op(b, info, entry)
         if not checks.semantic_duplicate(self, node, decision):
             self._child(node, decision)
         b.n_ops -= 1
+        b.free -= free
         b.smem -= entry[3]
         del b.tensors[len(b.tensors) - len(dims):]
         b.last = last
         for i in idx:
             b.tensors[i].uses -= 1
 
-    def _push_block_op(self, b: Block, info: OpInfo, entry: Entry) -> Key | None:
-        """Add a viable op's outputs to the open block graph; returns the key it replaced (``_block_op`` undoes)."""
+    def _push_block_op(self, b: Block, info: OpInfo, entry: Entry) -> tuple[Key | None, int]:
+        """Add a viable op's outputs to the open block graph; returns the key it replaced and whether the cap does
+        not count it (``_block_op`` undoes both)."""
         idx, dims, exprs, add, parts = entry
+        free = checks.free_op(self, b, info, idx)
         post = info.accum or b.tensors[idx[0]].post
         dtype = b.tensors[idx[0]].dtype
         for i in idx:
@@ -135,13 +138,15 @@ class BlockLevel(Walk):
                          for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))
         b.smem += add
         b.n_ops += 1
-        return last
+        b.free += free
+        return last, free
 
     def _close(self, node: str, b: Block, dangling: list[int]) -> None:
         tiles = [b.tensors[i].dims for i in dangling]
         for omap in cands.omap_candidates(tiles, b.grid, self.cfg):
             decision = Close(omap)
-            outs = saved(b, dangling, omap)
+            outs = checks.intermediate_parts(self, saved(b, dangling, omap), [b.tensors[i] for i in dangling], omap,
+                                             b.grid)
             if b.need is not None and not all((t.dims, t.dtype.value) in self.out_types for t in outs):
                 continue  # (``goal``) the last kernel op: a graph whose outputs have other dims is no candidate
             self.block = None

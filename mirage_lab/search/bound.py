@@ -47,6 +47,8 @@ RANKING_HARDWARE = "H100"
 SLACK = 1e-9
 #: kernel-level prefixes ``opening_bound`` remembers per walk before it starts over
 MEMO_PREFIXES = 4096
+#: openings' floors ``opening_bound`` remembers per walk before it starts over
+MEMO_FLOORS = 1 << 17
 
 
 def ranking_seconds(graph: KernelGraph) -> float:
@@ -66,10 +68,15 @@ def lower_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[An
 
 
 def opening_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[Any]], *, smem_limit: int,
-                  reduction_dimx: int, memo: dict[Any, tuple[list[Any], float]]) -> tuple[float, float]:
+                  reduction_dimx: int, memo: dict[Any, tuple[list[Any], float]],
+                  floors: dict[Any, float] | None = None) -> tuple[float, float]:
     """``lower_bound`` of a state whose last decision opens a customized op, fast: the kernel graph before it (its
     tensors and its cost) is replayed once per such prefix and kept in ``memo`` (the caller's, one per walk). In
-    an attention task, thousands of second kernels open below each first one."""
+    an attention task, thousands of second kernels open below each first one.
+
+    ``floors`` (the caller's, one per walk) keeps each opening's floor by what it depends on: the decision and the
+    types of the kernel tensors it loads. The first kernels of a task that differ only inside their block graph
+    save tensors of the same types, and every second kernel opens again below each of them."""
     steps = decoded(decisions)
     key = tuple(steps[:-1])
     got = memo.get(key)
@@ -82,8 +89,16 @@ def opening_bound(program: KernelGraph, decisions: Sequence[Decision | Sequence[
     handles, spent = got
     opening = steps[-1]
     assert isinstance(opening, OpenBlock), "the last decision opens a customized op"
-    tb, inputs, _ = open_block(handles, opening, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
-    return spent, spent + customized_floor(frozen_block(tb), tuple(x.id for x in inputs), RANKING_HARDWARE)
+    types = tuple((handles[i].dims, handles[i].dtype) for i in opening.inputs)
+    floor = None if floors is None else floors.get((opening, types))
+    if floor is None:
+        if floors is not None and len(floors) > MEMO_FLOORS:
+            floors.clear()
+        tb, inputs, _ = open_block(handles, opening, smem_limit=smem_limit, reduction_dimx=reduction_dimx)
+        floor = customized_floor(frozen_block(tb), tuple(x.id for x in inputs), RANKING_HARDWARE)
+        if floors is not None:
+            floors[(opening, types)] = floor
+    return spent, spent + floor
 
 
 def beyond(bound: float, incumbent: float) -> bool:
@@ -98,7 +113,7 @@ def state_bound(w: Walk, node: str) -> bool:
     if "state_bound" not in w.on or not math.isfinite(w.incumbent):
         return False
     limits = {"smem_limit": w.cfg.smem_budget, "reduction_dimx": w.cfg.reduction_dimx}
-    spent, bound = (opening_bound(w.program, w.path, memo=w.kernels_built, **limits)
+    spent, bound = (opening_bound(w.program, w.path, memo=w.kernels_built, floors=w.floors, **limits)
                     if w.path and isinstance(w.path[-1], OpenBlock) else lower_bound(w.program, w.path, **limits))
     if not beyond(bound, w.incumbent):
         return False

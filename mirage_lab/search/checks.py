@@ -24,14 +24,14 @@ from mirage_lab.absexpr.of_graph import op_expression
 from mirage_lab.absexpr.terms import Term
 from mirage_lab.arguments import did_you_mean
 from mirage_lab.errors import ShapeError
-from mirage_lab.ir.ops import Level
+from mirage_lab.ir.ops import Kind, Level
 from mirage_lab.ir.tensor import Dims
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.bound import candidate_bound, state_bound
 from mirage_lab.search.decision import BlockOp, Decision, KernelOp
 from mirage_lab.search.goal import final_kernel, foreign_function_of
 from mirage_lab.search.state import Block, Entry, Key, OpInfo, T
-from mirage_lab.search.tiling import Parts, op_parts
+from mirage_lab.search.tiling import Parts, aligned, op_parts, saved_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +52,12 @@ def customized_cap(w: Walk) -> bool:
 
 
 def block_cap(w: Walk, b: Block) -> bool:
-    return b.n_ops >= w.cfg.max_block_ops
+    return b.n_ops - b.free >= w.cfg.max_block_ops
+
+
+def free_op(w: Walk, b: Block, info: OpInfo, idx: tuple[int, ...]) -> int:
+    """1 when the cap does not count this op: a norm of a loaded tile, while ``free_loader_norms`` allows one."""
+    return int(info.op.spec.kind is Kind.NORM and b.free < w.cfg.free_loader_norms and b.tensors[idx[0]].source)
 
 
 def closing_rule(w: Walk, b: Block, dangling: list[int]) -> bool:
@@ -141,6 +146,31 @@ def index(w: Walk, info: OpInfo, ins: list[T], dims: list[Dims]) -> tuple[Parts,
     return op_parts(info.op, [t.part or (None,) * len(t.dims) for t in ins], [t.dims for t in ins], dims)
 
 
+def source_parts(t: T) -> Parts | None:
+    """(``tiling``) A kernel tensor's alignment for its loaders: None when aligned (a program input)."""
+    return None if t.source else t.part or (None,) * len(t.dims)
+
+
+def kernel_op_parts(w: Walk, info: OpInfo, ins: list[T], dims: list[Dims]) -> list[Parts | None]:
+    """``intermediate_parts``: the alignment of a kernel op's outputs (``tiling``: a whole-tensor op keeps its
+    operands' aligned dims where ``op_parts`` can say where each output position comes from)."""
+    if "intermediate_parts" not in w.on:
+        return [None] * len(dims)
+    got = op_parts(info.op, [aligned(len(t.dims)) if t.source else t.part or (None,) * len(t.dims) for t in ins],
+                   [t.dims for t in ins], dims)
+    return [None] * len(dims) if isinstance(got, str) else list(got)
+
+
+def intermediate_parts(w: Walk, outs: list[T], tiles: list[T], omap: tuple[int, ...],
+                       grid: tuple[int, int, int]) -> list[T]:
+    """``intermediate_parts``: give the kernel tensors a block graph saves (``outs``, from ``tiles``) their
+    alignment (``tiling.saved_parts``), so that the index checks see how the next kernel tiles them."""
+    if "intermediate_parts" in w.on:
+        for t, tile in zip(outs, tiles, strict=True):
+            t.part = saved_parts(tile.part or (None,) * len(tile.dims), omap, grid)
+    return outs
+
+
 def judged(w: Walk, info: OpInfo, ins: list[T], frange: int) -> tuple[tuple[Term, ...], Any]:
     """The outputs' expressions, and (expression, reason, rules) of the first the oracle rejects, or None."""
     exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins],
@@ -168,7 +198,7 @@ def cannot_close(w: Walk, b: Block) -> bool:
     any phase must come down to the ``need`` outputs, and only a non-accumulator op merges tensors."""
     if "cannot_close" not in w.on:
         return False
-    ops_left = w.cfg.max_block_ops - b.n_ops
+    ops_left = w.cfg.max_block_ops - (b.n_ops - b.free)  # (a free norm is unary: it merges nothing)
     loop = sum(1 for t in b.tensors if t.uses == 0 and not t.post)
     if loop > ops_left * w.max_drop:
         return True
@@ -258,6 +288,8 @@ CHECKS: tuple[Check, ...] = (
           required=True),
     Check("index", "index", "no diagonal tiles or mismatched contractions over program inputs (tiling.py)",
           index, setting=("index_checks", True)),
+    Check("intermediate_parts", "index", "the index checks see how intermediates are tiled where their positions "
+          "are the program's indices (tiling.saved_parts)", intermediate_parts, setting=("index_checks", True)),
     Check("semantic_duplicate", "duplicate", "a block state holding an earlier one's tensors is skipped",
           semantic_duplicate, setting=("order", "semantic")),
     Check("kernel_duplicate", "duplicate", "a kernel state equal in expressions to an earlier one is skipped "
@@ -269,11 +301,11 @@ BY_NAME = {c.name: c for c in CHECKS}
 STAGES: dict[str, tuple[str, ...]] = {
     "root": ("foreign_ops",),
     "kernel state": ("precheck", "candidate_bound", "kernel_cap", "state_bound"),
-    "kernel op": ("order", "twin", "shape", "oracle"),
+    "kernel op": ("order", "twin", "shape", "oracle", "intermediate_parts"),
     "customized op": ("customized_cap", "order", "smem", "goal"),
     "block state": ("state_bound", "closing_rule", "goal", "block_cap", "cannot_close"),
     "block op": ("order", "phase", "shape", "smem", "index", "oracle", "twin", "semantic_duplicate"),
-    "close": ("goal", "kernel_duplicate"),
+    "close": ("goal", "intermediate_parts", "kernel_duplicate"),
 }
 
 

@@ -97,6 +97,9 @@ class SearchConfig:
     # holds every μGraph of the other's with the operands swapped (the same function and cost; docs/decisions.md)
     skip_commuted_twins: bool = True
     smem_budget: int = 96 * 1024
+    # up to this many norms applied to a loaded tile (QKNorm's rms_norm on the Q and V tiles) that max_block_ops
+    # does not count: a tenth block op for that prologue only (issue 37; docs/decisions.md)
+    free_loader_norms: int = 0
     # every op the program uses joins the op lists, at the levels its op-table row allows (``space.py``)
     program_ops: bool = True
     # the final choice (search/profile.py): on a GPU, the ranking's first k measured on every backend
@@ -174,7 +177,7 @@ class SearchConfig:
 
 
 #: fields added after run folders were first written, left out of ``to_dict`` (and the hash) while at their default
-LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k", "program_ops")
+LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k", "program_ops", "free_loader_norms")
 
 
 def _plain(v: Any) -> Any:
@@ -210,7 +213,7 @@ def _rules() -> dict[str, Rule]:
         "expression_precheck", "program_ops")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "trials": Int(1, MAX_TRIALS), "max_customized": count, "seed": count,
-        "profile_top_k": count,
+        "profile_top_k": count, "free_loader_norms": count,
         "notes": Text(),
         "kernel_ops": Many(ops, nonempty=True), "block_ops": Many(ops, nonempty=True), "disabled_checks": Many(Text()),
         "clamp_bounds": Many(Real(), 2), "forloop_ranges": Many(pos, nonempty=True), "grids": Many(triple),

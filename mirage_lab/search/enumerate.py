@@ -33,7 +33,7 @@ from mirage_lab.search.event_schema import PRUNE_REASONS, SearchEvent, candidate
 from mirage_lab.search.events import EventLog
 from mirage_lab.search.kernel_level import KernelLevel
 from mirage_lab.search.replay import build_candidate
-from mirage_lab.search.state import CUSTOMIZED_CODE, Candidate, OpInfo, Outcome, StopSearch, T, saved
+from mirage_lab.search.state import CUSTOMIZED_CODE, Candidate, OpInfo, Outcome, StopSearch, saved
 
 
 class Enumerator(KernelLevel, BlockLevel):
@@ -171,7 +171,10 @@ class Enumerator(KernelLevel, BlockLevel):
             self._push_block_op(b, info, entry)
         elif isinstance(d, Close) and b is not None:
             self.block = None
-            self._push_kernel(b.inputs, b.key, saved(b, [i for i, t in enumerate(b.tensors) if t.uses == 0], d.omap))
+            dangling = [i for i, t in enumerate(b.tensors) if t.uses == 0]
+            outs = checks.intermediate_parts(self, saved(b, dangling, d.omap), [b.tensors[i] for i in dangling], d.omap,
+                                             b.grid)
+            self._push_kernel(b.inputs, b.key, outs)
             self.n_custom += 1
         else:
             self._apply(d)
@@ -184,7 +187,7 @@ class Enumerator(KernelLevel, BlockLevel):
             dims = checks.shape(self, info, ins, Level.KERNEL)
             assert dims is not None, d
             exprs = op_expression(info.op, info.attrs, [t.expr for t in ins], [t.dims for t in ins])
-            self._push_kernel(idx, (idx, info.ident), [T(x, ins[0].dtype, e) for x, e in zip(dims, exprs, strict=True)])
+            self._push_kernel(idx, (idx, info.ident), self.kernel_outputs(info, ins, dims, exprs))
         elif isinstance(d, OpenBlock):
             assert self._open_block(d, (d.inputs, CUSTOMIZED_CODE)), d
         else:

@@ -73,8 +73,11 @@ def final_kernel(w: Walk, b: Block) -> None:
                 b.unreachable = "a tensor it leaves unused is not one of the program's outputs"
                 return
             missing.remove(hit)
-    if not any(_saves_an_output(w, omap, b.grid) for omap in cands.omap_candidates(
-            [d for d, _ in w.out_types], b.grid, w.cfg)):
+    saves = w.grid_saves.get(b.grid)  # (the same few grids open thousands of times in an attention task)
+    if saves is None:
+        saves = w.grid_saves[b.grid] = any(_saves_an_output(w, omap, b.grid) for omap in cands.omap_candidates(
+            [d for d, _ in w.out_types], b.grid, w.cfg))
+    if not saves:
         b.unreachable = f"no omap of grid {b.grid} saves a tensor with the dims of a program output"
         return
     have = frozenset().union(*(variables(w.kt[i].expr) for i in b.inputs))

@@ -35,8 +35,7 @@ class KernelLevel(Walk):
         counts = {"oracle": 0, "order": 0, "shape": 0, "twin": 0}
         for info, idx, ins, dims, exprs in self._kernel_children(node, counts):
             decision = KernelOp(info.name, idx, info.attr_items)
-            undo = self._push_kernel(idx, (idx, info.ident),
-                                     [T(d, ins[0].dtype, e) for d, e in zip(dims, exprs, strict=True)])
+            undo = self._push_kernel(idx, (idx, info.ident), self.kernel_outputs(info, ins, dims, exprs))
             self._child(node, decision)
             self._pop_kernel(undo)
         if not checks.customized_cap(self):
@@ -103,8 +102,9 @@ class KernelLevel(Walk):
         for i, imap, fmap in zip(decision.inputs, decision.imaps, decision.fmaps, strict=True):
             src = self.kt[i]
             tile = loader_tile(src.dims, imap, fmap, grid, frange)
-            # positions in a program input are its indices; an intermediate may hold concatenated partials
-            part = loader_parts(len(tile), imap, fmap, grid, frange) if src.source else (None,) * len(tile)
+            # positions in a program input are its indices; an intermediate's only in its aligned dims (it may
+            # hold concatenated partials: ``tiling.saved_parts``)
+            part = loader_parts(len(tile), imap, fmap, grid, frange, checks.source_parts(src))
             t = self.signed(T(tile, src.dtype, src.expr, source=True, part=part))
             smem += counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)])
             tensors.append(t)

@@ -68,6 +68,7 @@ class Block:
     key: Key  # the customized op's canonical key, checked when it was opened
     last: Key | None = None
     n_ops: int = 0
+    free: int = 0  # of ``n_ops``, the norms of loaded tiles the cap does not count (``SearchConfig.free_loader_norms``)
     serial: int = 0  # which opening this is, within one walk (semantic deduplication)
     # the last kernel op the cap allows (the ``goal`` check): how many tensors it must save, and the normal
     # forms of the kernel tensors that stay dangling beside them (all must be the program's outputs)

@@ -16,7 +16,16 @@ iteration) holds, and names two index errors ``[lab]``:
 
 A dim's part is a frozenset of axes when known, or ``None`` after an op that folds index ranges
 (an accumulator over a loop-partitioned dim, a reduction, a concatenation): unknown parts never
-reject, so the analysis can only miss errors, never invent them. Used by the search when
+reject, so the analysis can only miss errors, never invent them.
+
+Kernel tensors carry a part too (``intermediate_parts``): per dim ``frozenset()`` when the dim is
+*aligned* — its p-th slice holds the values of index p, as a program input's does — or ``None``.
+Program inputs are aligned; a kernel op's outputs follow ``op_parts`` over aligned inputs; a saved
+tile's dim is aligned when the omap places on it exactly the axes that partition it in the tile
+(``saved_parts``): block b's slice b lands at slice b. A grid axis placed on a dim it does not
+partition (split-KV's partial sums, concatenated along the head dim) makes the dim a compound of
+(block, offset): unknown. A loader reading an aligned dim gets its parts as from a program input
+(``loader_parts``); from an unknown one, None. Used by the search when
 ``index_checks`` is on (ours; the reference has no such filter): docs/decisions.md gives the evidence
 that no saved or verified μGraph violates it.
 """
@@ -34,16 +43,37 @@ Part = frozenset[int] | None
 Parts = tuple[Part, ...]
 
 
-def loader_parts(rank: int, imap: Sequence[int], fmap: int, grid: Sequence[int], frange: int) -> Parts:
+def loader_parts(rank: int, imap: Sequence[int], fmap: int, grid: Sequence[int], frange: int,
+                 source: Parts | None = None) -> Parts:
     """The axes partitioning each dim of a loader's tile: grid axes whose imap names the dim (with more
-    than one block), and the for-loop on the fmap dim (when it iterates)."""
+    than one block), and the for-loop on the fmap dim (when it iterates). ``source``: the kernel tensor's
+    alignment (``intermediate_parts``; None: aligned, as a program input); its unknown dims stay unknown."""
     parts: list[set[int]] = [set() for _ in range(rank)]
     for axis, d in enumerate(imap):
         if d >= 0 and grid[axis] > 1:
             parts[d].add(axis)
     if fmap >= 0 and frange > 1:
         parts[fmap].add(LOOP)
-    return tuple(frozenset(p) for p in parts)
+    if source is None:
+        return tuple(frozenset(p) for p in parts)
+    return tuple(None if s is None else frozenset(p) for p, s in zip(parts, source, strict=True))
+
+
+def saved_parts(tile: Parts, omap: Sequence[int], grid: Sequence[int]) -> Parts:
+    """The alignment of the kernel tensor a saver writes from ``tile`` with ``omap``: a dim is aligned
+    (``frozenset()``) when the grid axes the omap places on it are exactly those partitioning it in the
+    tile, else unknown (None)."""
+    placed: list[set[int]] = [set() for _ in tile]
+    for axis, d in enumerate(omap):
+        if d >= 0 and grid[axis] > 1:
+            placed[d].add(axis)
+    return tuple(frozenset() if p is not None and p == frozenset(a) else None
+                 for p, a in zip(tile, placed, strict=True))
+
+
+def aligned(rank: int) -> Parts:
+    """The alignment of a program input: every dim."""
+    return (frozenset(),) * rank
 
 
 def op_parts(op: Op, ins: Sequence[Parts], in_dims: Sequence[Sequence[int]],
@@ -117,4 +147,4 @@ def _checked(outs: list[Parts]) -> tuple[Parts, ...] | str:
     return tuple(outs)
 
 
-__all__ = ["LOOP", "Part", "Parts", "graph_violations", "loader_parts", "op_parts"]
+__all__ = ["LOOP", "Part", "Parts", "aligned", "graph_violations", "loader_parts", "op_parts", "saved_parts"]

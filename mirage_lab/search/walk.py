@@ -73,6 +73,8 @@ class Walk:
         self._sigs: dict[Any, int] = {}  # a block tensor's (dims, dtype, part, expr) → its sig
         self.indices: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}
         self.kernels_built: dict[Any, tuple[list[Any], float]] = {}  # (``opening_bound``) kernel prefix → its cost
+        self.grid_saves: dict[Any, bool] = {}  # (``goal.final_kernel``) grid → whether an omap saves an output
+        self.floors: dict[Any, float] = {}  # (``opening_bound``) an opening and its inputs' types → its floor
         self.targets = sorted(self.nf_key(t) for t in oracle.targets)
         self.target_vars = [(self.nf_key(t), variables(t)) for t in oracle.targets]
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
@@ -163,6 +165,11 @@ class Walk:
         self.k_last = key
         self.k_ops += 1
         return undo
+
+    def kernel_outputs(self, info: OpInfo, ins: list[T], dims: list[Dims], exprs: Sequence[Term]) -> list[T]:
+        """The kernel tensors a kernel op adds, with their alignment (``checks.kernel_op_parts``)."""
+        parts = checks.kernel_op_parts(self, info, ins, dims)
+        return [T(d, ins[0].dtype, e, part=p) for d, e, p in zip(dims, exprs, parts, strict=True)]
 
     def _pop_kernel(self, undo: tuple[Any, ...]) -> None:
         idx, last, n = undo

@@ -9,7 +9,8 @@ import mirage_lab as ml
 from mirage_lab.bench import fused
 from mirage_lab.ir.graph import PHI
 from mirage_lab.ir.ops import Op
-from mirage_lab.search.tiling import LOOP, graph_violations, loader_parts, op_parts
+from mirage_lab.search.tiling import LOOP, graph_violations, loader_parts, op_parts, saved_parts
+from tests.search.test_search import search
 
 P = PHI
 E = frozenset[int]()
@@ -21,6 +22,27 @@ def test_loader_parts() -> None:
     assert loader_parts(3, (0, 2, P), 2, (2, 8, 16), 4) == ({0}, E, {1, LOOP})
     # axes with one block and F = 1 partition nothing
     assert loader_parts(3, (0, 2, P), 2, (1, 1, 16), 1) == (E, E, E)
+
+
+def test_an_intermediate_is_aligned_where_its_blocks_land_on_their_own_slices() -> None:
+    """GQA's split-KV kernel 1 (grid (2, 16, 4), omap (x→0, y→2, z→1)) saves E·V's partial sums (1, 64, 64): heads by
+    x and query rows by z land where they came from (aligned), but y, which splits the KV sequence the tile has
+    summed over, is placed on the head dim: a compound of (split, head dim), unknown."""
+    partial = (frozenset({0}), frozenset({2}), E)
+    assert saved_parts(partial, (0, 2, 1), (2, 16, 4)) == (E, E, None)
+    # a dim whose part is unknown stays unknown; axes with one block place nothing
+    assert saved_parts((frozenset({0}), None, E), (0, 2, 1), (2, 1, 1)) == (E, None, E)
+    # a tile partitioned by y saved with y elsewhere: neither dim holds its own indices
+    assert saved_parts((E, frozenset({1}), E), (P, 2, P), (1, 4, 1)) == (E, None, None)
+    # the next kernel loads it: aligned dims tile as a program input's, unknown ones stay unknown
+    assert loader_parts(3, (0, 1, P), 2, (2, 32, 1), 16, source=(E, E, None)) == ({0}, {1}, None)
+    # so a diagonal over an intermediate's aligned dim is caught (rows of one by y against columns of the other
+    # by y), and not over an unknown one
+    b = loader_parts(3, (0, 2, P), P, (2, 32, 1), 1)
+    for rows, caught in ((E, True), (None, False)):
+        a = loader_parts(3, (0, 1, P), P, (2, 32, 1), 1, source=(E, rows, E))
+        got = op_parts(Op.MUL, [a, b], [(1, 8, 1), (1, 1, 8)], [(1, 8, 8)])
+        assert isinstance(got, str) is caught
 
 
 def test_diagonal_and_contraction_errors() -> None:
@@ -84,3 +106,12 @@ def test_a_diagonal_graph_is_wrong() -> None:
     s = program.exp(program.matmul(pq, pk))
     program.mark_output(program.div(program.matmul(s, pv), program.reduction(s, 2)))
     assert not ml.verify(wrong, program.freeze()).equivalent
+
+
+def test_tracking_intermediates_keeps_a_two_kernel_spaces_verified_set() -> None:
+    """``intermediate_parts`` only adds index rejections where a loader reads a kernel tensor's aligned dims: in a
+    space of two customized kernels (and kernel ops) the same μGraphs are verified, in fewer states."""
+    kw = dict(cost_bound=True, max_customized=2, max_block_ops=5)
+    on, off = search(**kw), search(**kw, disabled_checks=("intermediate_parts",))
+    assert [c.hash for c in on.candidates] == [c.hash for c in off.candidates] and on.candidates
+    assert on.report.pruned["index"] > off.report.pruned["index"] and on.report.states < off.report.states
