@@ -124,6 +124,10 @@ class KernelGraph:
     def block_graphs(self) -> tuple[BlockGraph, ...]:
         return tuple(n.body for n in self.nodes if n.body is not None)
 
+    def every_node(self) -> list[Node]:
+        """The kernel-level nodes, then each custom kernel's block-level nodes."""
+        return [*self.nodes, *(n for bg in self.block_graphs for n in bg.nodes)]
+
     def canonical_hash(self) -> str:
         """A stable content hash (sha256 of the canonical JSON), equal for equal graphs."""
         return canonical_hash(self)

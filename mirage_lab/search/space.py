@@ -26,8 +26,7 @@ class SearchSpaceWarning(UserWarning):
 
 def used_ops(program: KernelGraph) -> list[Op]:
     """The ops ``program`` computes with, at either level, in first-use order (kernel level first)."""
-    nodes = [*program.nodes, *(n for bg in program.block_graphs for n in bg.nodes)]
-    return list(dict.fromkeys(n.op for n in nodes if n.op not in _STRUCTURE))
+    return list(dict.fromkeys(n.op for n in program.every_node() if n.op not in _STRUCTURE))
 
 
 def for_program(config: SearchConfig, program: KernelGraph) -> SearchConfig:

@@ -121,8 +121,7 @@ def op_infos(names: Sequence[str], level: Level, program: KernelGraph,
 
 def program_attrs(program: KernelGraph, op: Op, names: tuple[str, ...]) -> list[tuple[float, ...]]:
     """The distinct values of ``op``'s attributes ``names`` in ``program`` (at either level), in ascending order."""
-    nodes = [*program.nodes, *(n for bg in program.block_graphs for n in bg.nodes)]
-    return sorted({tuple(float(n.attr(a)) for a in names) for n in nodes if n.op is op})
+    return sorted({tuple(float(n.attr(a)) for a in names) for n in program.every_node() if n.op is op})
 
 
 @dataclass

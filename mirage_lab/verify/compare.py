@@ -19,7 +19,7 @@ _CACHE_SIZE = 8
 
 
 def _has_exp(g: KernelGraph) -> bool:
-    ops = {n.op for n in g.nodes} | {n.op for bg in g.block_graphs for n in bg.nodes}
+    ops = {n.op for n in g.every_node()}
     return bool(ops & {Op.EXP, Op.SILU, Op.SIGMOID, Op.GELU})
 
 

@@ -62,5 +62,5 @@ def heuristic_ops(g: KernelGraph) -> set[str]:
 
 def unsupported_ops(g: KernelGraph) -> set[str]:
     """Ops with no field rule at all (verification needs the float cross-check alone)."""
-    ops = {n.op for n in g.nodes} | {n.op for bg in g.block_graphs for n in bg.nodes}
+    ops = {n.op for n in g.every_node()}
     return {op.value for op in ops if op in UNSUPPORTED_OPS}
