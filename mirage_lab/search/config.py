@@ -93,10 +93,6 @@ class SearchConfig:
     # branch and bound: cut states whose kernels so far cost more than the cheapest verified μGraph (proxy cost,
     # search/bound.py); keeps the best μGraph and its ties, drops costlier ones from the ranking's tail
     cost_bound: bool = False
-    # cost_bound starts from the unfused program's proxy cost instead of from nothing: only μGraphs that cost no
-    # more than the program are searched (a run that finds none says so); for spaces whose verified μGraphs all
-    # lie deep in a few roots (QKNorm+GQA), where no incumbent would otherwise cut anything (issue 37)
-    beat_program: bool = False
     # where a commutative op's operands (i, j) and (j, i) are both open in a state, walk only (i, j): its subtree
     # holds every μGraph of the other's with the operands swapped (the same function and cost; docs/decisions.md)
     skip_commuted_twins: bool = True
@@ -181,7 +177,7 @@ class SearchConfig:
 
 
 #: fields added after run folders were first written, left out of ``to_dict`` (and the hash) while at their default
-LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k", "program_ops", "free_loader_norms", "beat_program")
+LATER = ("disabled_checks", "imap_set", "fmap_set", "profile_top_k", "program_ops", "free_loader_norms")
 
 
 def _plain(v: Any) -> Any:
@@ -214,7 +210,7 @@ def _rules() -> dict[str, Rule]:
     rules |= {name: Bool() for name in (
         "attention_3d_first", "attention", "lora", "normalise_imaps", "randomized_branches", "dedupe_kernel_states",
         "final_kernel_checks", "index_checks", "cost_bound", "skip_commuted_twins", "pruning",
-        "expression_precheck", "program_ops", "beat_program")}
+        "expression_precheck", "program_ops")}
     rules |= {
         "preset": Choice(PRESET_NAMES), "trials": Int(1, MAX_TRIALS), "max_customized": count, "seed": count,
         "profile_top_k": count, "free_loader_norms": count,
@@ -253,9 +249,6 @@ def _validate(c: SearchConfig) -> None:
     low, high = c.clamp_bounds
     if low > high:
         raise InputError(f"SearchConfig.clamp_bounds must be (low, high) with low ≤ high, got {c.clamp_bounds}")
-    if c.beat_program and not c.cost_bound:
-        raise InputError("SearchConfig.beat_program=True starts the cost bound from the program's cost, but "
-                         "cost_bound is off: set cost_bound=True as well, or leave beat_program off")
     refused = refused_checks(c.disabled_checks)
     if refused:
         raise InputError(f"SearchConfig.disabled_checks {refused}")

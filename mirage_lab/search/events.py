@@ -225,7 +225,6 @@ class SearchReport:
     cached: bool = False
     time_cap_s: float | None = None  # the MIRAGE_LAB_TIME_LIMIT cap, when it lowered the search's time limit
     space_gaps: list[str] = field(default_factory=list)  # ops the program uses that the space leaves out (space.py)
-    program_bound_s: float | None = None  # ``beat_program``: the unfused program's proxy cost, the bound's start
 
     def add_summary(self, summary: dict[str, Any]) -> None:
         """Add one walk's counts (``EventLog.summary``)."""
@@ -245,8 +244,7 @@ class SearchReport:
                 "tasks_total": self.tasks_total, "stop_reason": self.stop_reason, "seconds": self.seconds,
                 "first_verified_s": self.first_verified_s, "cached": self.cached,
                 **({} if self.time_cap_s is None else {"time_cap_s": self.time_cap_s}),
-                **({"space_gaps": list(self.space_gaps)} if self.space_gaps else {}),
-                **({} if self.program_bound_s is None else {"program_bound_s": self.program_bound_s})}
+                **({"space_gaps": list(self.space_gaps)} if self.space_gaps else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SearchReport:
@@ -258,7 +256,6 @@ class SearchReport:
         r.seconds, r.first_verified_s = dict(d["seconds"]), d.get("first_verified_s")
         r.time_cap_s = d.get("time_cap_s")
         r.space_gaps = [str(line) for line in d.get("space_gaps") or ()]
-        r.program_bound_s = None if d.get("program_bound_s") is None else float(d["program_bound_s"])
         return r
 
     def to_frame(self) -> pd.DataFrame:
@@ -276,17 +273,7 @@ class SearchReport:
                 f"{sum(self.candidates.values())} complete graphs checked; pruned: {pruned or 'none'}; "
                 f"{s['wall']:.1f} s wall (enumeration {s['enumeration']:.1f}, oracle {s['oracle']:.1f}, "
                 f"verification {s['verification']:.1f}); tasks {self.tasks_done}/{self.tasks_total}"
-                f"{', from the cache' if self.cached else ''}{self.cap_note()}{self.bound_note()}{self.gaps_note()})")
-
-    def bound_note(self) -> str:
-        """Where ``beat_program`` started the cost bound, and what that means when nothing was found."""
-        if self.program_bound_s is None:
-            return ""
-        us = f"{self.program_bound_s * 1e6:.3g} µs"
-        if self.verified:
-            return f"; only μGraphs no costlier than the program ({us}) were searched"
-        return (f"; no μGraph as cheap as the program ({us}) was found ({self.stop_reason}): nothing costlier "
-                "was searched")
+                f"{', from the cache' if self.cached else ''}{self.cap_note()}{self.gaps_note()})")
 
     def gaps_note(self) -> str:
         """The ops the space left out ("" when none)."""

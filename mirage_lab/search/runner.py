@@ -201,9 +201,6 @@ class _Search:
                            deadline=deadline).run(frontier=True)
         if config.cost_bound:
             self.incumbent = min([math.inf, *(ranking_seconds(c.graph) for c in front.candidates)])
-            if config.beat_program:
-                self.report.program_bound_s = ranking_seconds(program)
-                self.incumbent = min(self.incumbent, self.report.program_bound_s)
         if self.executor_spec != "serial":  # workers check the tasks' candidates: free the frontier's trials
             verifier.release()  # (MHA b8's parent held 7.5 GB beside two workers and was killed for memory)
         outcomes = self._run_tasks(front)

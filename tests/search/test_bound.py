@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 import mirage_lab as ml
-from mirage_lab.errors import InputError
 from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.optimize.hardware import get_hardware
 from mirage_lab.search import bound as bound_module
@@ -198,32 +197,3 @@ def test_a_complete_graph_dearer_than_the_best_is_not_verified(unbounded: ml.sea
     assert "it is not verified" in dearer[0]["reason"]
     assert len(checked) <= len(ties) + sum(e["e"] == "candidate" and e["outcome"] == "rejected"
                                            for e in out.events.events)
-
-
-def test_beat_program_starts_the_bound_at_the_programs_cost(unbounded: ml.search.SearchResult,
-                                                             bounded: ml.search.SearchResult) -> None:
-    """``beat_program``: the bound starts from the unfused program's proxy cost, so the best μGraph and its ties
-    (cheaper than the program here) stay, nothing costlier than the program is verified, and states only drop."""
-    res = search(cost_bound=True, beat_program=True)
-    program = ranking_seconds(small_rmsnorm())
-    full, got = _costs(unbounded), _costs(res)
-    assert res.best is not None and bounded.best is not None and res.best.hash == bounded.best.hash
-    best = min(full.values())
-    assert best < program
-    assert {h for h, v in full.items() if v <= best * (1 + 1e-9)} <= set(got) <= set(full)
-    assert all(v <= program * (1 + 1e-9) for v in got.values())
-    assert res.report.states <= bounded.report.states
-    assert res.report.program_bound_s == pytest.approx(program)
-    assert "no costlier than the program" in repr(res.report)
-    assert ml.search.SearchReport.from_dict(res.report.to_dict()).program_bound_s == pytest.approx(program)
-
-
-def test_beat_program_says_when_nothing_beats_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A program no μGraph of the space can match (its cost taken as 0 here) gives an empty result that says
-    why, not a silent one; and the setting needs the cost bound."""
-    monkeypatch.setattr(runner, "ranking_seconds", lambda graph: 0.0)
-    res = search(cost_bound=True, beat_program=True)
-    assert not res.candidates and res.report.stop_reason == "complete"
-    assert "no μGraph as cheap as the program" in repr(res.report)
-    with pytest.raises(InputError, match="cost_bound=True"):
-        preset("mlp", beat_program=True, cost_bound=False)
