@@ -119,8 +119,7 @@ class Enumerator(KernelLevel, BlockLevel):
                               "works without)")
         res = self.verifier.check(graph)
         self.out.seconds["verification"] += time.perf_counter() - t
-        summary = {"reason": res.reason, "error_bound": res.error_bound, "heuristic": res.bound_is_heuristic,
-                   "permutation": list(res.permutation or ())}
+        summary = res.evidence()
         if not res.equivalent:
             self.out.events.append(candidate_event(node, "rejected", reason=res.reason))
             return False

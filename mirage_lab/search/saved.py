@@ -67,6 +67,5 @@ def reverified(doc: Any, graph_hash: str, verifier: Verifier) -> tuple[Candidate
         return None, "its outputs now compute the program's in another order"
     if cand.graph.canonical_hash() != graph_hash or cand.hash != graph_hash:
         return None, "it holds another μGraph than the one the search ranked"
-    cand.verification = {"reason": res.reason, "error_bound": res.error_bound, "heuristic": res.bound_is_heuristic,
-                         "permutation": list(res.permutation or ()), "checked_again": True}
+    cand.verification = {**res.evidence(), "checked_again": True}
     return cand, ""

@@ -107,6 +107,17 @@ class VerificationResult:
         table = self.to_frame().to_html(index=False) if self.trials else ""
         return f'<div><b style="color:{colour}">{head}</b>{table}</div>'
 
+    def evidence(self) -> dict[str, Any]:
+        """What a search keeps on each verified candidate (``Candidate.verification``): the verdict's numbers —
+        field, degree D, trial count k, ε and whether it is heuristic, the float64 check, the time — without the
+        per-trial fingerprints or a witness, so that millions of candidates stay small."""
+        return {"reason": self.reason, "error_bound": self.error_bound, "heuristic": self.bound_is_heuristic,
+                "heuristic_ops": list(self.heuristic_ops), "permutation": list(self.permutation or ()),
+                "field": self.field_name, "degree": self.degree, "trials": len(self.trials),
+                "float_check": {"ran": self.float_check.ran, "passed": self.float_check.passed,
+                                "max_rel_error": self.float_check.max_rel_error},
+                "timings": {k: round(v, 6) for k, v in self.timings.items()}}
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "equivalent": self.equivalent, "reason": self.reason, "permutation": self.permutation,

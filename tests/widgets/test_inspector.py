@@ -138,9 +138,16 @@ def test_search_candidate_form(small_run: SearchResult) -> None:
     cand = small_run.candidates[0]  # the shared small RMSNorm+Linear search (tests/widgets/conftest.py)
     insp = VerificationInspector(cand)
     assert insp.title == f"candidate {cand.hash[:12]}" and insp.evidence.source == "candidate"
-    assert fact(insp, "verdict").startswith("EQUIVALENT") and fact(insp, "degree D") == NOT_RECORDED
-    assert fact(insp, "error bound") == f"ε ≤ {cand.verification['error_bound']:.3g}"
+    assert fact(insp, "verdict").startswith("EQUIVALENT")
+    v = cand.verification
+    assert fact(insp, "error bound") == f"ε ≤ (D/p)^k = ({v['degree']}/{insp.evidence.p})^3 = {v['error_bound']:.3g}"
     assert evidence_of(cand.verification) == insp.evidence
+    # the search keeps every number of its verification (issue 38, item 2): nothing reads "not recorded"
+    for label in ("field", "p", "q", "degree D", "trials run k", "bound", "float64 check", "time"):
+        assert fact(insp, label) != NOT_RECORDED and "not recorded" not in fact(insp, label), label
+    assert fact(insp, "trials run k") == "3" and fact(insp, "float64 check").startswith("passed")
+    again = ml.verify(cand.graph, small_run.program)
+    assert fact(insp, "degree D") == str(again.degree) and fact(insp, "p") == str(again.p)
 
 
 def test_widget_follows_the_state(good: VerificationResult, bad: VerificationResult) -> None:
