@@ -7,6 +7,7 @@ from pathlib import Path
 
 import mirage_lab as ml
 from mirage_lab.cli import main
+from mirage_lab.cli.demo import INTERPRETER_SECTION
 
 
 def test_public_api_is_thin_and_complete() -> None:
@@ -44,7 +45,7 @@ def test_demo_writes_a_report(tmp_path: Path) -> None:
                  "--programs", "lora"]) == 0
     report = (out / "report.md").read_text()
     assert "Fused vs unfused" in report
-    rows = json.loads((out / "report.json").read_text())["Fused vs unfused (numpy interpreter, CPU)"]
+    rows = json.loads((out / "report.json").read_text())[INTERPRETER_SECTION]
     assert [(r["program"], r["batch"], r["graph"]) for r in rows] == [("lora", 1, "unfused"), ("lora", 1, "fused")]
     assert all(r["rel_error"] < 1e-4 for r in rows) and {r["graph"] for r in rows} == {"unfused", "fused"}
     assert not (out / "report.html").exists()  # no search, no run to draw

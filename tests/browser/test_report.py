@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mirage_lab.cli.demo import INTERPRETER_SECTION, MODEL_SECTION
 from tests.browser.lab import SCREENSHOT_DIR
 from tests.cli.small import run_small_demo
 
@@ -21,7 +22,7 @@ def test_demo_report_renders(page: Any, tmp_path: Path) -> None:
 
     headings = page.locator("h2").all_inner_texts()
     for h in ("The best μGraph", "Its verification", "How the search found it", "Generated CUDA of the best μGraph",
-              "Fused vs unfused (numpy interpreter, CPU)"):
+              INTERPRETER_SECTION, MODEL_SECTION):
         assert h in headings, (h, headings)
     page.locator(".plotly .main-svg").first.wait_for()  # plotly.js is embedded and drew the figures
     assert page.locator(".js-plotly-plot").count() >= 2
