@@ -156,8 +156,10 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list run folders (program, state, size, best μGraph); remove old ones",
                        description="List the run folders under ROOT. With --remove, delete those last written "
                                    "before --older-than (or --all); a folder a search holds is never touched.")
-    p.add_argument("root", nargs="?", default=DEFAULT_ROOT, help="the folder of run folders (default "
+    p.add_argument("root", nargs="?", default=None, help="the folder of run folders (default "
                    "$MIRAGE_LAB_RUNS, else ./runs)")
+    p.add_argument("--runs", default=None, metavar="ROOT", help="the same folder, named as the other subcommands "
+                   "name it")
     p.add_argument("--remove", action="store_true", help="delete the selected run folders")
     p.add_argument("--older-than", type=age, metavar="AGE", help="select runs last written before AGE ago: 30m, 12h, "
                                                                    "7d, 2w (a bare number is days)")

@@ -22,7 +22,7 @@ from mirage_lab.cli.sources import Source, config_for, resolve
 from mirage_lab.errors import InputError, PathError
 from mirage_lab.ir.io import write_atomic
 from mirage_lab.paths import output_dir, output_file
-from mirage_lab.search.run_folder import runs_root
+from mirage_lab.search.run_folder import DEFAULT_ROOT, runs_root
 
 if TYPE_CHECKING:
     from mirage_lab.codegen import CodegenOptions
@@ -318,6 +318,9 @@ def runs(args: argparse.Namespace) -> int:
     """List the run folders under ROOT; with --remove, delete the selected ones (see ``search/run_list.py``)."""
     from mirage_lab.search.run_list import remove_runs, runs_table
 
+    if args.root is not None and args.runs is not None and Path(args.root) != Path(args.runs):
+        raise InputError(f"two run roots given ({args.root} and --runs {args.runs}); give one")
+    args.root = args.runs or args.root or DEFAULT_ROOT
     selecting = args.older_than is not None or args.all
     if (args.keep_best or args.dry_run or selecting) and not args.remove:
         raise InputError("--older-than, --all, --keep-best and --dry-run go with --remove (listing takes none)")

@@ -53,6 +53,10 @@ def test_the_table(finished: ml.search.SearchResult, tmp_path: Path, capsys: pyt
     assert main(["runs", str(root)]) == 0
     out = capsys.readouterr().out
     assert "complete" in out and "2 run folders" in out and "notes" not in out
+    assert main(["runs", "--runs", str(root)]) == 0  # named as every other subcommand names it (issue 38)
+    assert capsys.readouterr().out == out
+    assert main(["runs", str(root), "--runs", str(root / "other")]) == 2
+    assert "two run roots given" in capsys.readouterr().err
     edited = root / finished.run_dir.name / "program.json"  # type: ignore[union-attr]
     edited.write_text(edited.read_text().replace("4096", "4097").replace("256", "257"))
     row = runs_table(root).set_index("run").loc[finished.run_dir.name]  # type: ignore[union-attr]
