@@ -22,6 +22,7 @@ from mirage_lab.ir import (
     ThreadGraph,
     derive_thread_graphs,
     loader_dtensor,
+    plural,
     saver_dtensor,
     smem_bytes,
 )
@@ -94,7 +95,7 @@ def kernel_node_lines(g: KernelGraph, k: int) -> list[str]:
 
 def kernel_dot(g: KernelGraph, title: str = "") -> str:
     """The kernel graph: inputs, library ops, custom kernels (click to open) and marked outputs."""
-    lines = _header(title or f"kernel graph · {len(g.compute_nodes)} kernels")
+    lines = _header(title or f"kernel graph · {plural(len(g.compute_nodes), 'kernel')}")
     producer: dict[int, str] = {}
     for k, node in enumerate(g.nodes):
         nid = f"n{k}"

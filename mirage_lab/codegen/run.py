@@ -21,6 +21,7 @@ from mirage_lab.codegen.storage import storage
 from mirage_lab.errors import InputError, ResourceError, UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.node import plural
 from mirage_lab.ir.ops import EvalArgs, Op
 from mirage_lab.ir.tensor import Dims
 from mirage_lab.semantics.backend import cupy_available
@@ -121,7 +122,8 @@ class CompiledGraph:
                 self._kernels[launch.name] = fn
 
     def __repr__(self) -> str:
-        return f"CompiledGraph({len(self.program.launches)} kernels, {len(self.program.steps)} steps)"
+        kernels, steps = plural(len(self.program.launches), "kernel"), plural(len(self.program.steps), "step")
+        return f"CompiledGraph({kernels}, {steps})"
 
     def __call__(self, *inputs: Any) -> list[Any]:
         import cupy

@@ -7,6 +7,7 @@ them may move.
 from mirage_lab.ir.builder import BlockGraphBuilder, KernelGraphBuilder, as_graph
 from mirage_lab.ir.graph import BlockGraph, KernelGraph, Node, loader_dtensor, saver_dtensor
 from mirage_lab.ir.io import graph_from_dict, graph_to_dict, load, save, write_atomic
+from mirage_lab.ir.node import plural
 from mirage_lab.ir.nxgraph import to_networkx
 from mirage_lab.ir.ops import Kind, Level, Op
 from mirage_lab.ir.printer import dim_text, format_kernel_graph, map_text, smem_bytes, summary, to_python
@@ -33,6 +34,7 @@ __all__ = [
     "load",
     "loader_dtensor",
     "map_text",
+    "plural",
     "save",
     "saver_dtensor",
     "smem_bytes",

@@ -260,11 +260,14 @@ class SearchReport:
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd  # here, not at the top: search workers never load pandas
-        rows: list[tuple[str, str, float]] = [("states", "explored", self.states)]
-        rows += [("pruned", k, v) for k, v in sorted(self.pruned.items())]
-        rows += [("candidates", k, v) for k, v in sorted(self.candidates.items())]
-        rows += [("seconds", k, round(v, 3)) for k, v in self.seconds.items()]
-        return pd.DataFrame(rows, columns=["what", "kind", "value"])
+        rows: list[tuple[str, str, int | float]] = [("states", "explored", int(self.states))]
+        rows += [("pruned", k, int(v)) for k, v in sorted(self.pruned.items())]
+        rows += [("candidates", k, int(v)) for k, v in sorted(self.candidates.items())]
+        rows += [("seconds", k if k == "wall" else f"{k} (summed over workers)", round(v, 3))
+                 for k, v in self.seconds.items()]
+        # one column of counts and seconds: object dtype keeps the counts integers (a float column prints 3996.000)
+        what, kind, value = zip(*rows, strict=True)
+        return pd.DataFrame({"what": what, "kind": kind, "value": pd.Series(value, dtype=object)})
 
     def __repr__(self) -> str:
         pruned = ", ".join(f"{k} {v}" for k, v in self.pruned.most_common())
@@ -272,7 +275,8 @@ class SearchReport:
         return (f"SearchReport({self.stop_reason}: {self.states} states, {self.verified} verified, "
                 f"{sum(self.candidates.values())} complete graphs checked; pruned: {pruned or 'none'}; "
                 f"{s['wall']:.1f} s wall (enumeration {s['enumeration']:.1f}, oracle {s['oracle']:.1f}, "
-                f"verification {s['verification']:.1f}); tasks {self.tasks_done}/{self.tasks_total}"
+                f"verification {s['verification']:.1f}, summed over workers); "
+                f"tasks {self.tasks_done}/{self.tasks_total}"
                 f"{', from the cache' if self.cached else ''}{self.cap_note()}{self.gaps_note()})")
 
     def gaps_note(self) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mirage_lab.errors import InputError
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.node import plural
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.events import Event, SearchReport, read_events
 from mirage_lab.search.profile import Selection
@@ -95,7 +96,8 @@ class SearchResult:
         return read_events(self.run_dir / events_file(self.run_dir))
 
     def __repr__(self) -> str:
-        best = "none" if self.best is None else f"{self.best.hash[:12]} ({len(self.best.graph.compute_nodes)} kernels)"
+        best = ("none" if self.best is None
+                else f"{self.best.hash[:12]} ({plural(len(self.best.graph.compute_nodes), 'kernel')})")
         how = f", {self.selection.method}" if self.selection is not None else ""
         return f"SearchResult({len(self.candidates)} verified, best {best}{how}; {self.report!r})"
 

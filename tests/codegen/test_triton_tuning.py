@@ -93,7 +93,7 @@ def test_a_tuned_table_is_written_read_and_used(tmp_path: Path) -> None:
     path = write_tuned(tuned_path("TEST_GPU", tmp_path), _table(graph, TritonLaunch(8, 4, 32)))
     assert path.name == "triton_tuned_TEST_GPU.json"
     table = load_tuned(path, "TEST_GPU")
-    assert repr(table) == "TunedTable(TEST_GPU, Triton 3.9.0, 1 kernels)"
+    assert repr(table) == "TunedTable(TEST_GPU, Triton 3.9.0, 1 kernel)"
     rendering = TritonBackend(tuned="TEST_GPU", timings_dir=tmp_path).render(graph)
     ((_, launch),) = rendering.launches
     assert launch == TritonLaunch(8, 4, 32) and launch.origin == "tuned on TEST_GPU"

@@ -23,11 +23,11 @@ def test_a_digraph_with_the_viewer_drawing_and_its_defaults_apart() -> None:
     g = fused.rmsnorm()
     d = ml.to_graphviz(g)
     assert isinstance(d, graphviz.Digraph)
-    assert d.graph_attr["rankdir"] == "TB" and d.graph_attr["label"] == "kernel graph · 1 kernels"
+    assert d.graph_attr["rankdir"] == "TB" and d.graph_attr["label"] == "kernel graph · 1 kernel"
     assert d.node_attr["fontname"] == "Helvetica" and d.edge_attr["arrowsize"] == "0.7"
     assert _statements(d.source) == _statements(draw.mugraph_dot(g))  # every node and edge the viewer draws
     assert "cluster_k2" in d.source  # the custom kernel's block graph, nested
-    assert repr(d).startswith("MuGraphDigraph('kernel graph · 1 kernels': 11 nodes, 11 edges")
+    assert repr(d).startswith("MuGraphDigraph('kernel graph · 1 kernel': 11 nodes, 11 edges")
     kernel_only = ml.to_graphviz(g, level="kernel", title="just kernels")
     assert "cluster_k2" not in kernel_only.source and kernel_only.graph_attr["label"] == "just kernels"
     assert "imap" in ml.to_graphviz(g.block_graphs[0]).source

@@ -17,6 +17,7 @@ from mirage_lab.codegen.triton.launch import TritonLaunch
 from mirage_lab.errors import UnsupportedOpError
 from mirage_lab.ir.builder import KernelGraphBuilder
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.node import plural
 from mirage_lab.ir.ops import Op
 from mirage_lab.ir.tensor import contiguous_strides
 
@@ -51,7 +52,8 @@ class TritonModule:
         return {k.name: dict.fromkeys(k.params, TRITON_TYPES[self.dtype]) for k in self.kernels.values()}
 
     def __repr__(self) -> str:
-        return f"TritonModule({len(self.kernels)} kernels, {self.dtype}, {len(self.source.splitlines())} lines)"
+        kernels = plural(len(self.kernels), "kernel")
+        return f"TritonModule({kernels}, {self.dtype}, {len(self.source.splitlines())} lines)"
 
 
 def _dtype(g: KernelGraph) -> str:
@@ -102,7 +104,7 @@ def triton_module(graph: KernelGraph | KernelGraphBuilder,
             ins = [strides.get(t, contiguous_strides(g.tensors[t].dims)) for t in node.inputs]
             outs = [contiguous_strides(g.tensors[t].dims) for t in node.outputs]
             kernels[k] = emit_kernel(node.body, f"kernel_{k}", ins, outs, dtype, launches)
-    what = f"{len(kernels)} kernels, {dtype}, μGraph {g.canonical_hash()[:12]}"
+    what = f"{plural(len(kernels), 'kernel')}, {dtype}, μGraph {g.canonical_hash()[:12]}"
     parts = [HEADER.format(what=what), *("\n\n" + kern.source for kern in kernels.values())]
     kinds = "\n\nKERNELS = " + repr({kern.name: dict.fromkeys(kern.params, TRITON_TYPES[dtype])
                                       for kern in kernels.values()})

@@ -21,6 +21,7 @@ from mirage_lab.codegen.triton.module import triton_module
 from mirage_lab.codegen.triton.tuned import TunedKernel
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.graph import KernelGraph
+from mirage_lab.ir.node import plural
 
 __all__ = ["SweepResult", "Trial", "TuneTarget", "candidates", "sweep", "tune_targets"]
 
@@ -95,7 +96,8 @@ class SweepResult:
 
     def __repr__(self) -> str:
         done = "complete" if self.complete else "cut by the budget"
-        return f"SweepResult({len(self.tuned)} kernels, {len(self.trials)} trials, {self.seconds:.1f} s, {done})"
+        kernels, trials = plural(len(self.tuned), "kernel"), plural(len(self.trials), "trial")
+        return f"SweepResult({kernels}, {trials}, {self.seconds:.1f} s, {done})"
 
 
 def sweep(targets: Sequence[TuneTarget], measure: Callable[[TuneTarget, TritonLaunch], float], budget_s: float,

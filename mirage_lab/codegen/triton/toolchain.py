@@ -35,6 +35,7 @@ from mirage_lab.cache import HashedStore
 from mirage_lab.codegen.arch import check_arch
 from mirage_lab.codegen.compile import KernelResources, parse_ptxas
 from mirage_lab.errors import InputError, MirageError
+from mirage_lab.ir.node import plural
 
 __all__ = ["PtxKernels", "compile_ptx", "emulate", "load_module", "module_path", "ptxas_resources",
            "triton_available"]
@@ -95,7 +96,7 @@ class PtxKernels:
     resources: dict[str, KernelResources] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        return f"PtxKernels({self.arch}: {len(self.ptx)} kernels, {sum(map(len, self.ptx.values()))} chars)"
+        return f"PtxKernels({self.arch}: {plural(len(self.ptx), 'kernel')}, {sum(map(len, self.ptx.values()))} chars)"
 
 
 def compile_ptx(source: str, arch: str = "sm_80", *, resources: bool = False) -> PtxKernels:

@@ -19,6 +19,7 @@ from typing import Any
 
 from mirage_lab.codegen.triton.launch import TritonLaunch
 from mirage_lab.errors import FormatError, InputError, PathError
+from mirage_lab.ir.node import plural
 
 __all__ = ["TIMINGS_DIR", "TunedKernel", "TunedTable", "current_gpu", "load_tuned", "tuned_launches", "tuned_path",
            "write_tuned"]
@@ -63,7 +64,7 @@ class TunedTable:
                                     origin=f"tuned on {self.gpu}") for k in self.kernels}
 
     def __repr__(self) -> str:
-        return f"TunedTable({self.gpu}, Triton {self.triton}, {len(self.kernels)} kernels)"
+        return f"TunedTable({self.gpu}, Triton {self.triton}, {plural(len(self.kernels), 'kernel')})"
 
 
 def tuned_path(gpu: str, directory: Path = TIMINGS_DIR) -> Path:
