@@ -52,7 +52,8 @@ def progress(iterable: Iterable[Any] | None = None, *, desc: str = "", total: fl
     mode = "none" if disable else progress_mode()
     if mode == "bar":
         return tqdm(iterable, desc=desc, total=total, unit=unit, initial=initial, **bar_options)
-    return LineProgress(iterable, desc=desc, total=total, unit=unit, initial=initial, quiet=mode == "none")
+    return LineProgress(iterable, desc=desc, total=total, unit=unit, initial=initial, quiet=mode == "none",
+                        scale=bool(bar_options.get("unit_scale")))
 
 
 class LineProgress:
@@ -60,8 +61,9 @@ class LineProgress:
 
     def __init__(self, iterable: Iterable[Any] | None = None, *, desc: str = "", total: float | None = None,
                  unit: str = "it", initial: float = 0, quiet: bool = False, every_s: float = LINE_EVERY_S,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, scale: bool = False) -> None:
         self.iterable, self.desc, self.unit, self.quiet, self.every_s = iterable, desc, unit, quiet, every_s
+        self.scale = scale  # tqdm's unit_scale: counts with k, M, G (a byte count reads 190kB, not 190032 B)
         if total is None and isinstance(iterable, Sized):
             total = len(iterable)
         self.total, self.n = total, initial
@@ -101,10 +103,14 @@ class LineProgress:
                 self._write()
 
     def _text(self) -> str:
-        done = f"{self.n:g}" if self.total is None else f"{self.n:g}/{self.total:g}"
+        def count(n: float) -> str:
+            return tqdm.format_sizeof(n, self.unit) if self.scale else f"{n:g}"
+
+        done = count(self.n) if self.total is None else f"{count(self.n)}/{count(self.total)}"
+        unit = "" if self.scale else f" {self.unit}"
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         head = f"{self.desc}: " if self.desc else ""
-        return f"{head}{done} {self.unit}{share}, {time.monotonic() - self._start:.0f} s"
+        return f"{head}{done}{unit}{share}, {time.monotonic() - self._start:.0f} s"
 
     def _write(self) -> None:
         if not self.quiet:

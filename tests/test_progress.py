@@ -72,3 +72,14 @@ def test_a_search_in_a_log_writes_no_bar_redraws(tmp_path: object) -> None:
     assert p.returncode == 0, p.stderr[-2000:]
     assert "\r" not in p.stderr
     assert [ln for ln in p.stderr.splitlines() if ln.startswith("search: ")], p.stderr[-2000:]
+
+
+def test_byte_counts_read_as_sizes_on_lines_too() -> None:
+    """``unit_scale`` (tqdm's) reaches the line reporter: a log reads 190kB/190kB, not 189970/190032 B."""
+    out = io.StringIO()
+    p = LineProgress(total=190_032, unit="B", scale=True, stream=out)
+    p.update(189_970)
+    p.close()
+    assert out.getvalue().startswith("190kB/190kB (100 %)")
+    assert isinstance(progress(total=10, unit="B", unit_scale=True, disable=True), LineProgress)
+    assert progress(total=10, unit="B", unit_scale=True, disable=True).scale
