@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 import mirage_lab as ml
 from mirage_lab.codegen import ARCHS, CompileError, generate_cuda, nvcc_available, nvcc_ptx
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.ir import write_atomic
+from mirage_lab.ir import plural, write_atomic
 from mirage_lab.optimize import HARDWARE, proxy_cost
 from mirage_lab.search import RunFolder, SearchReport, SearchResult, ranked_candidates
 from mirage_lab.widgets.diff import GraphDiff
@@ -170,7 +170,8 @@ def _cuda(graph: Any, ptx: bool) -> list[str]:
     for arch in ARCHS if ptx and nvcc_available() else ():
         try:
             res = nvcc_ptx(source, arch)
-            checks.append(f"nvcc --ptx -arch={arch}: compiles ({len(res.kernels)} kernel(s), {res.seconds:.1f} s)")
+            kernels = plural(len(res.kernels), "kernel")
+            checks.append(f"nvcc --ptx -arch={arch}: compiles ({kernels}, {res.seconds:.1f} s)")
         except CompileError as e:
             checks.append(f"nvcc --ptx -arch={arch}: FAILS — {str(e).splitlines()[0]}")
     note = "; ".join(checks) if checks else "not compiled here (nvcc is not installed, or ptx=False)"

@@ -21,6 +21,7 @@ from mirage_lab.cli.interrupt import stop_if_interrupted
 from mirage_lab.cli.sources import Source, config_for, resolve
 from mirage_lab.errors import InputError, PathError
 from mirage_lab.ir.io import write_atomic
+from mirage_lab.ir.node import plural
 from mirage_lab.paths import output_dir, output_file
 from mirage_lab.search.run_folder import DEFAULT_ROOT, runs_root
 
@@ -160,8 +161,9 @@ def codegen(args: argparse.Namespace) -> int:
         print(plan_cuda(source.graph, options), flush=True)
     elif not args.analyze or args.out == "-":  # --analyze prints its tables instead, unless --out - asks for both
         sys.stdout.write(cuda)
+    dynamic = {launch.name: launch.smem_bytes for launch in plan_cuda(source.graph, options).launches}
     for arch in _archs(args.ptx):
-        _ptx(cuda, arch)
+        _ptx(cuda, arch, dynamic)
     if args.analyze:
         _analyze(source, options, tuple(dict.fromkeys(args.arch)), args.hardware)
     return _emulate(source, cuda, options) if args.emulate else 0
@@ -207,13 +209,16 @@ def _archs(asked: list[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(asked))
 
 
-def _ptx(cuda: str, arch: str) -> None:
+def _ptx(cuda: str, arch: str, dynamic: dict[str, int]) -> None:
+    """ptxas's registers and shared memory per kernel. ptxas counts only the static ``__shared__`` arrays; the
+    plan's tiles live in dynamic shared memory (``dynamic``: bytes per kernel, given at launch), so both are said."""
     from mirage_lab.codegen.compile import nvcc_ptx
 
     res = nvcc_ptx(cuda, arch, resources=True)
-    regs = ", ".join(f"{k}: {r.registers} regs, {r.smem_bytes} B smem" for k, r in res.resources.items())
-    print(f"nvcc --ptx -arch={arch}: {len(res.kernels)} kernel(s) in {res.seconds:.1f} s ({regs or 'no kernels'})",
-          file=sys.stderr)
+    regs = ", ".join(f"{k}: {r.registers} regs, {r.smem_bytes} B static + {dynamic.get(k, 0)} B dynamic smem"
+                     for k, r in res.resources.items())
+    kernels = plural(len(res.kernels), "kernel")
+    print(f"nvcc --ptx -arch={arch}: {kernels} in {res.seconds:.1f} s ({regs or 'no kernels'})", file=sys.stderr)
 
 
 def _emulate(source: Source, cuda: str, options: CodegenOptions) -> int:
@@ -255,13 +260,13 @@ def _codegen_triton(args: argparse.Namespace) -> int:
     module = triton_module(source.graph)
     if out is not None:
         write_atomic(out, module.source)
-        print(f"Triton module of {source.label} ({len(module.source.splitlines())} lines, {len(module.kernels)} "
-              f"kernel(s)) written to {out}")
+        print(f"Triton module of {source.label} ({len(module.source.splitlines())} lines, "
+              f"{plural(len(module.kernels), 'kernel')}) written to {out}")
     else:
         sys.stdout.write(module.source)
     for arch in _archs(args.ptx):
         ptx = compile_ptx(module.source, arch)
-        print(f"triton --target {arch}: {len(ptx.ptx)} kernel(s) in {ptx.seconds:.1f} s", file=sys.stderr)
+        print(f"triton --target {arch}: {plural(len(ptx.ptx), 'kernel')} in {ptx.seconds:.1f} s", file=sys.stderr)
     return _emulate_triton(source, module) if args.emulate else 0
 
 

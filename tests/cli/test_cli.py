@@ -13,9 +13,11 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.cli import main
 from mirage_lab.cli.demo import INTERPRETER_SECTION, MODEL_SECTION
+from mirage_lab.codegen import plan_cuda
 from mirage_lab.codegen.compile import nvcc_available
 from mirage_lab.codegen.emulate import gxx_available
 from mirage_lab.codegen.triton.tuned import TIMINGS_DIR
+from mirage_lab.search.load import load_run
 from tests.cli.small import SETTINGS, program_file, run_small_demo
 
 
@@ -67,7 +69,12 @@ def test_codegen_writes_compiles_and_emulates(searched: tuple[Path, Path], tmp_p
     assert cu.read_text().count("__global__") == 1
     err = capsys.readouterr().err
     if nvcc_available():
-        assert "nvcc --ptx -arch=sm_90: 1 kernel(s)" in err
+        assert "nvcc --ptx -arch=sm_90: 1 kernel in" in err
+        # ptxas counts static __shared__ only; the tiles' dynamic shared memory is the plan's (issue 38, item 5)
+        best = load_run(run).best
+        assert best is not None
+        dynamic = plan_cuda(best.graph).launches[0].smem_bytes
+        assert dynamic > 0 and f"B static + {dynamic} B dynamic smem" in err
     if gxx_available():
         error = float(err.split("relative error against the interpreter ")[1].split()[0])
         assert error < 5e-3  # fp16 storage
