@@ -74,6 +74,8 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
     for heading, body in (extra or {}).items():
         parts += [f"<h2>{html.escape(heading)}</h2>",
                   body.to_html(index=False, classes="mx-table", border=0) if isinstance(body, pd.DataFrame) else body]
+        if isinstance(body, pd.DataFrame) and body.attrs.get("note"):  # what the rows need said (their batches)
+            parts.append(f"<p>{html.escape(str(body.attrs['note']))}</p>")
     doc = (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(name)}</title>'
            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
     return write_atomic(Path(path), doc)

@@ -68,7 +68,21 @@ def speed_sections(cpu: pd.DataFrame, timings_dir: Path = TIMINGS_DIR) -> dict[s
             out[f"Fused vs unfused: measured on {hw} (data/timings/{path.name})"] = measured.round(2)
     out[INTERPRETER_SECTION] = cpu.assign(interpreter_ms=(cpu["median_us"] / 1e3).round(1))[
         ["program", "batch", "graph", "interpreter_ms", "rel_error", "result", "hardware"]]
+    note = batch_note(cpu)
+    for df in out.values():
+        df.attrs["note"] = note
     return out
+
+
+def batch_note(cpu: pd.DataFrame) -> str:
+    """Why a program has rows at several batch sizes (``DEMO_BATCHES``) and another at one."""
+    batches = cpu.groupby("program", sort=False)["batch"].unique()
+    several = [f"{p} at batch {' and '.join(map(str, b))}" for p, b in batches.items() if len(b) > 1]
+    single = [str(p) for p, b in batches.items() if len(b) == 1]
+    if not several:
+        return ""
+    return (f"Rows per batch size: {', '.join(several)} (the batch-sensitive programs: their fused kernels tile "
+            f"the batch differently)" + (f"; {', '.join(single)} at batch 1 only." if single else "."))
 
 
 def _gpu_rows(path: Path, keys: pd.DataFrame) -> pd.DataFrame | None:
@@ -117,6 +131,8 @@ def write_tables(out: Path, sections: dict[str, pd.DataFrame]) -> Path:
         slug = "".join(c if c.isalnum() else "_" for c in title.lower())
         write_atomic(out / f"{slug}.csv", df.to_csv(index=False))
         lines += [f"## {title}", "", df.to_markdown(index=False), ""]
+        if df.attrs.get("note"):
+            lines += [str(df.attrs["note"]), ""]
     write_atomic(out / "report.json", json.dumps({k: v.to_dict("records") for k, v in sections.items()},
                                                  indent=1, default=float))
     return write_atomic(out / "report.md", "\n".join(lines))
