@@ -40,15 +40,20 @@ class Enumerator(KernelLevel, BlockLevel):
     """One walk over one subtree. Not thread-safe; build one per task."""
 
     def run(self, prefix: Sequence[Decision | Sequence[Any]] = (), parent: str | None = None, frontier: bool = False,
-            resume: dict[str, Any] | None = None) -> Outcome:
+            resume: dict[str, Any] | None = None, split: bool = False) -> Outcome:
         """Explore the subtree below ``prefix`` (decisions, or their JSON form); in ``frontier`` mode stop at
-        customized-op roots.
+        customized-op roots. With ``split`` (a task's walk), every customized op opened after the task's own root
+        closed is not walked but recorded as a *sub-task* (``out.tasks``, a ``task`` event where it opens, as the
+        frontier records tasks): those later kernels' openings are what make a task heavy (GQA b1's task 933
+        opens a second kernel 28 863 times, 99 % of its states), and each is walked by whichever worker is free
+        (``runner``; ``task.splice_subtasks`` puts their events back in place).
 
         ``resume`` (what ``resume_point`` gave after a walk of the same subtree stopped at its state cap) continues
         that walk where it stopped instead of starting over: its events follow the stopped walk's, and the two
         together are, byte for byte, the events of one walk that never stopped."""
         self.frontier = frontier
         steps = decoded(prefix)
+        self.split_above = self._customs_in(steps) if split else None
         start = time.perf_counter()
         try:
             for d in steps[:-1]:
@@ -181,7 +186,9 @@ class Enumerator(KernelLevel, BlockLevel):
 
     # ------------------------------------------------------------------ forced replay of a task prefix
     def _apply(self, d: Decision) -> None:
-        if isinstance(d, KernelOp):
+        if isinstance(d, BlockOp | Close) and self.block is not None:  # (a sub-task's prefix: an earlier kernel)
+            self._replay_step(d)
+        elif isinstance(d, KernelOp):
             info, idx = OpInfo(Op(d.op), Level.KERNEL, d.attributes), d.inputs
             ins = [self.kt[i] for i in idx]
             dims = checks.shape(self, info, ins, Level.KERNEL)
@@ -191,8 +198,13 @@ class Enumerator(KernelLevel, BlockLevel):
         elif isinstance(d, OpenBlock):
             assert self._open_block(d, (d.inputs, CUSTOMIZED_CODE)), d
         else:
-            raise ValueError(f"task prefixes hold kernel decisions and one customized root, not {d.to_json()!r}")
+            raise ValueError(f"task prefixes hold decisions of a walked path, not {d.to_json()!r}")
         self.path.append(d)
+
+    @staticmethod
+    def _customs_in(steps: Sequence[Decision]) -> int:
+        """How many customized ops a path opened: a split walk walks the openings up to its root's (``run``)."""
+        return sum(isinstance(d, OpenBlock) for d in steps)
 
 
 def resumable(config: SearchConfig) -> bool:

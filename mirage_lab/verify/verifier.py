@@ -150,6 +150,11 @@ class Verifier:
         reach no output dropped (free zeros)."""
         return [self.ns.restrict(v, parts) for v, parts in zip(ins, live, strict=True)]
 
+    @property
+    def program_seconds(self) -> float:
+        """Seconds spent evaluating the program's trials so far (once per trial, then cached)."""
+        return self._program_seconds
+
     def cached_bytes(self) -> int:
         """Memory held by the cached program evaluations (field trials and the float64 check)."""
         arrays: list[Any] = []
