@@ -17,7 +17,7 @@ same way wherever it runs).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +40,7 @@ class Enumerator(KernelLevel, BlockLevel):
     """One walk over one subtree. Not thread-safe; build one per task."""
 
     def run(self, prefix: Sequence[Decision | Sequence[Any]] = (), parent: str | None = None, frontier: bool = False,
-            resume: dict[str, Any] | None = None, split: bool = False) -> Outcome:
+            resume: dict[str, Any] | None = None, split: bool = False, at_kernel_state: bool = False) -> Outcome:
         """Explore the subtree below ``prefix`` (decisions, or their JSON form); in ``frontier`` mode stop at
         customized-op roots. With ``split`` (a task's walk), every customized op opened after the task's own root
         closed is not walked but recorded as a *sub-task* (``out.tasks``, a ``task`` event where it opens, as the
@@ -54,9 +54,10 @@ class Enumerator(KernelLevel, BlockLevel):
         self.frontier = frontier
         steps = decoded(prefix)
         self.split_above = self._customs_in(steps) if split else None
+        self._opened_from = None
         start = time.perf_counter()
         try:
-            for d in steps[:-1]:
+            for d in steps[len(self.path) if at_kernel_state else 0:-1]:  # (``next_opening``: there already)
                 self._apply(d)
             if resume is not None:
                 node = self._resume_at(resume)
@@ -73,9 +74,30 @@ class Enumerator(KernelLevel, BlockLevel):
                                reason=f"every {op} applies {head}, which no target applies")
             self._root = node
             self._visit(node)
+            if steps and isinstance(steps[-1], OpenBlock) and resume is None and not frontier:  # (a sub-task)
+                self.block = None
+                self.path.pop()
+                self._opened_from = list(self.path)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
         return self._finish(start)
+
+    def stands_before(self, prefix: Sequence[Any]) -> bool:
+        """Whether this walk, a finished sub-task's, can walk the sub-task ``prefix`` next (``next_opening``): it
+        walked an opening from the kernel state the same decisions lead to, and stopped nowhere."""
+        return (self.out.stop_reason == "complete" and self._opened_from is not None and self.state_cap is None
+                and len(prefix) == len(self._opened_from) + 1 and decoded(prefix[:-1]) == self._opened_from)
+
+    def next_opening(self, parent: str, opening: Any, ids: str, log: EventLog,
+                     on_candidate: Callable[[Candidate], None] | None, incumbent: float | None) -> Outcome:
+        """Walk the sub-task that opens ``opening`` (JSON) from the kernel state this walk's last sub-task opened
+        from (``stands_before``), as ``run`` would from scratch: the path to it is not replayed again (a heavy
+        task's sub-tasks are mostly the openings of one state after another)."""
+        self.out, self._log, self.ids, self._counter, self.on_candidate = Outcome(events=log), log, ids, 0, on_candidate
+        self.seen_graphs = set()
+        if incumbent is not None:
+            self.incumbent = min(self.incumbent, incumbent)
+        return self.run([*self.path, *decoded([opening])], parent, at_kernel_state=True)
 
     def resume_point(self, prefix: Sequence[Any]) -> dict[str, Any]:
         """Where a walk that stopped at its state cap stands (JSON): the decisions and node ids from its root to the

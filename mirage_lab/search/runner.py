@@ -54,7 +54,7 @@ from mirage_lab.search.decision import KernelOp, decoded
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.event_schema import schema_line
 from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
-from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor, stop
+from mirage_lab.search.executor import SerialExecutor, check_executor, executor_workers, make_executor, stop
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.profile import model_seconds, select
 from mirage_lab.search.result import SearchResult, selection_of
@@ -267,8 +267,10 @@ class _Search:
         inflight: dict[Future[Any], tuple[Any, ...]] = {}  # future → what it runs (``_drive``)
         drove = False
         try:
-            self._drive(executor, 2 * getattr(executor, "_max_workers", 1) if owned else 64, front, todo, done,
-                        inflight, bar, batched=not owned)
+            # a few calls in flight per worker: two each, 64 for an executor that does not say how many it runs
+            workers = executor_workers(executor)
+            self._drive(executor, 2 * (workers or (1 if owned else 32)), front, todo, done, inflight, bar,
+                        batched=not owned)
             drove = True
         except KeyboardInterrupt:
             self.report.stop_reason = "interrupted"

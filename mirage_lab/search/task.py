@@ -115,13 +115,17 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
     # with a run folder, the events come back compressed, for the parent to append to tasks.gz
     log = EventLog(keep=False, packed=run_dir is not None)
     cap = config.state_limit if slice_states is None else min(slice_states, config.state_limit or slice_states)
-    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}." if sub is None else f"{index}.{sub}.",
-                        state_cap=cap,
-                        deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
-                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log, incumbent=incumbent,
-                        memos=memos)
+    ids = f"{index}." if sub is None else f"{index}.{sub}."
     program_s = verifier.program_seconds
-    out = walker.run(prefix, parent, resume=resume, split=split)
+    if sub is not None and memos is not None and memos.stands_before(prefix):  # the last sub-task's kernel state
+        walker = memos
+        out = walker.next_opening(parent, prefix[-1], ids, log, keep, incumbent)
+    else:
+        walker = Enumerator(program, config, oracle, verifier, ids=ids, state_cap=cap,
+                            deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
+                            on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log,
+                            incumbent=incumbent, memos=memos)
+        out = walker.run(prefix, parent, resume=resume, split=split)
     stopped_at = None
     if slice_states is not None and out.stop_reason == "state limit" and cap == slice_states:
         out.stop_reason, stopped_at = "slice", walker.resume_point(prefix)

@@ -55,6 +55,7 @@ class Walk:
         self.out = Outcome(events=log or EventLog())
         self.frontier = False
         self.split_above: int | None = None  # (``Enumerator.run(split=True)``) openings past this many are sub-tasks
+        self._opened_from: list[Decision] | None = None  # (a sub-task's walk) the kernel state it opened from
         if memos is not None:
             self.share_memos(memos)
         else:
