@@ -228,6 +228,39 @@ def record(spec: str, time_limit: float, out_dir: Path) -> Path:
     return path
 
 
+def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_s: float) -> dict[str, Any]:
+    """Search ``name:batch`` on a 2-worker Dask ``LocalCluster`` and set its wall time beside the replay's figure
+    for 2 workers of the recorded run (``costs/<name>_bs<batch>.json``)."""
+    from dask.distributed import Client, LocalCluster
+
+    import mirage_lab as ml
+    from mirage_lab.bench import programs
+
+    name, _, batch = spec.partition(":")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from search import PRESET
+
+    run = Recorded.load(costs / f"{name}_bs{batch or 1}.json")
+    runs = tempfile.mkdtemp(prefix="scaling-cluster-")
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+                Client(lc) as client:
+            client.run(lambda: __import__("mirage_lab.search.task"))  # (the workers' imports: their start, not timed)
+            t = time.perf_counter()
+            res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name],
+                                   executor=client.get_executor(), run_dir=runs, progress=False,
+                                   time_limit_s=time_limit)
+            wall = time.perf_counter() - t
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+    replay = simulate(run, 2, overhead_s, 0.0)  # (the workers were started before the clock)
+    return {"run": run.name, "workers": 2, "executor": "dask LocalCluster(n_workers=2, threads_per_worker=1)",
+            "measured_s": round(wall, 2), "replay_s": round(replay, 2), "off_by": round(wall / replay - 1, 3),
+            "stop": res.report.stop_reason, "states": res.report.states, "verified": res.report.verified,
+            "recorded_states": run.extra.get("states"), "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
+            "time_limit_s": time_limit}
+
+
 class Recorder:
     """A serial executor that times every call the runner makes and keeps what each returned (a cluster's
     executor to the runner: slices go out several per call)."""
@@ -305,6 +338,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", help="search name:batch serially and write its task costs to data/task_costs/")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds for --record's search")
+    ap.add_argument("--cluster", help="search name:batch on a 2-worker Dask LocalCluster and compare its wall time "
+                    "with the replay's of its record")
     ap.add_argument("--costs", default=str(COSTS), help="folder of recorded task costs")
     ap.add_argument("--workers", default=",".join(map(str, WORKERS)), help="comma-separated worker counts")
     ap.add_argument("--overhead-ms", type=float, default=1.0, help="scheduler time per task, in ms")
@@ -316,6 +351,12 @@ def main() -> int:
     args = ap.parse_args()
     if args.record:
         print(f"wrote {record(args.record, args.time_limit, Path(args.costs))}", file=sys.stderr)
+        return 0
+    if args.cluster:
+        row = cluster(args.cluster, args.time_limit, Path(args.costs), args.overhead_ms / 1e3, args.worker_start_s)
+        print(json.dumps(row))
+        if args.json:
+            Path(args.json).write_text(json.dumps(row, indent=1))
         return 0
     paths = sorted(Path(args.costs).glob("*.json"))
     if not paths:

@@ -50,7 +50,7 @@ from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, as_config
-from mirage_lab.search.decision import KernelOp, decoded
+from mirage_lab.search.decision import KernelOp
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.event_schema import schema_line
 from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
@@ -544,7 +544,13 @@ def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int
     merged in task order, so the outcome is the same; only the time to the first verified μGraph changes.
     State and result budgets count tasks in order, so under those the tasks go out in order too.
     """
-    return sorted(todo, key=lambda i: (sum(isinstance(d, KernelOp) for d in decoded(tasks[i][1])), i))
+    return sorted(todo, key=lambda i: (sum(_kernel_op(d) for d in tasks[i][1]), i))
+
+
+def _kernel_op(d: Any) -> bool:
+    """Whether ``d`` (a decision or its JSON form) is a kernel op, without decoding it (``fused_first`` looks at
+    every decision of every task, serially, before the first task goes out)."""
+    return isinstance(d, KernelOp) if not isinstance(d, list | tuple) else d[0] == KernelOp.kind
 
 
 def _warn(message: str) -> None:
