@@ -82,6 +82,7 @@ from mirage_lab.search.task import (
     task_context,
 )
 from mirage_lab.semantics.footprint import small_pages
+from mirage_lab.verify.trials import remove_all, shared_key
 
 __all__ = ["SLICE_STATES", "TIME_LIMIT_ENV", "SearchResult",
            "SerialExecutor", "fused_first", "make_executor", "run_folder_path",
@@ -206,7 +207,10 @@ class _Search:
             self.incumbent = min([math.inf, *(ranking_seconds(c.graph) for c in front.candidates)])
         if self.executor_spec != "serial":  # workers check the tasks' candidates: free the frontier's trials
             verifier.release()  # (MHA b8's parent held 7.5 GB beside two workers and was killed for memory)
-        outcomes = self._run_tasks(front)
+        try:
+            outcomes = self._run_tasks(front)
+        finally:  # the trials the workers on this machine shared (``verify/trials.py``)
+            remove_all(shared_key(verifier))
         return self._finish(front, outcomes)
 
     def _config_record(self) -> dict[str, Any]:

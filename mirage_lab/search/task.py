@@ -10,6 +10,7 @@ of each file it wrote, for the parent to record in the manifest.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import socket
 import time
@@ -44,7 +45,10 @@ def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tup
         if len(_CONTEXTS) > 4:
             _CONTEXTS.clear()
         oracle = Oracle.for_program(program, engine=config.oracle_engine)
-        _CONTEXTS[key] = (program, config, oracle, search_verifier(program, config))
+        verifier = search_verifier(program, config)
+        if multiprocessing.parent_process() is not None:  # a pool's or a cluster's worker: the trials once per machine
+            verifier.share_trials()
+        _CONTEXTS[key] = (program, config, oracle, verifier)
     return _CONTEXTS[key]
 
 

@@ -80,3 +80,21 @@ def test_split_tasks_find_and_log_what_whole_ones_do(monkeypatch: pytest.MonkeyP
 def test_batches_shrink_with_the_queue() -> None:
     assert batch_size(10_000, 2, 64) == 64 and batch_size(10_000, 256, 64) == 9
     assert batch_size(5, 256, 64) == 1 and batch_size(0, 1, 64) == 1
+
+
+def test_a_cluster_executor_says_how_many_it_runs() -> None:
+    """The runner keeps two calls in flight per worker; a Dask executor's workers are its client's threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mirage_lab.search.executor import executor_workers
+
+    class Client:
+        def nthreads(self) -> dict[str, int]:
+            return {"tcp://a": 2, "tcp://b": 3}
+
+    class DaskLike(SerialExecutor):
+        _client = Client()
+
+    with ThreadPoolExecutor(3) as pool:
+        assert executor_workers(pool) == 3
+    assert executor_workers(DaskLike()) == 5 and executor_workers(SerialExecutor()) is None
