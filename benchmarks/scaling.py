@@ -253,7 +253,7 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_
             wall = time.perf_counter() - t
     finally:
         shutil.rmtree(runs, ignore_errors=True)
-    replay = simulate(run, 2, overhead_s, 0.0)  # (the workers were started before the clock)
+    replay = simulate(run, 2, overhead_s, 0.0, "once")  # (workers started before the clock; trials shared)
     return {"run": run.name, "workers": 2, "executor": "dask LocalCluster(n_workers=2, threads_per_worker=1)",
             "measured_s": round(wall, 2), "replay_s": round(replay, 2), "off_by": round(wall / replay - 1, 3),
             "stop": res.report.stop_reason, "states": res.report.states, "verified": res.report.verified,
