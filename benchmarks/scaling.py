@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -49,7 +50,7 @@ COSTS = ROOT / "data" / "task_costs"
 WORKERS = (1, 2, 8, 16, 32, 64, 128, 256)
 FORMAT = "mirage-lab/task-costs"
 #: the runner's batch caps (``runner.BATCH_TASKS``, ``runner.BATCH_SUBTASKS``), read from it when it is importable
-BATCH_TASKS, BATCH_SUBTASKS = 16, 64
+BATCH_TASKS, BATCH_SUBTASKS = 2, 64
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,17 @@ class Recorded:
                    float(doc["trials_s"]), extra={"version": 2, "stop": doc.get("stop"), "states": doc.get("states")})
 
 
-def batch_size(pending: int, workers: int, most: int) -> int:
-    """``search.split.batch_size``: a share of what is left per worker, at most ``most``."""
-    return max(1, min(most, pending // (4 * max(1, workers))))
+def batch_size(pending: int, workers: int, most: int, each_s: float | None = None) -> int:
+    """``search.split.batch_size``: a share of what is left per worker, at most ``most``, and no more than fill
+    ``CALL_S`` at ``each_s`` seconds an item."""
+    n = pending // (4 * max(1, workers))
+    if each_s is not None:
+        n = min(n, int(min(CALL_S / max(each_s, 1e-6), most)))
+    return max(1, min(most, n))
+
+
+#: ``search.split.CALL_S`` and ``EACH_WEIGHT``
+CALL_S, EACH_WEIGHT = 0.25, 0.1
 
 
 def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
@@ -122,6 +131,7 @@ def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, tri
     queue: deque[tuple[int, int]] = deque((i, 0) for i in range(len(run.tasks)))  # (task, 0 slice / 1 continuation)
     subq: deque[list[tuple[float, bool]]] = deque()
     paid: set[int] = set()  # workers that evaluated the trials
+    each: float | None = None  # the runner's running estimate of a batched slice's seconds
     idle: list[int] = []  # workers with nothing to take, since a time no later than the event at hand
     sched, end = frontier, frontier
     while events:
@@ -130,6 +140,8 @@ def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, tri
             sched = max(sched, t) + run.parent_s * results
         for i, stage in done:
             task = run.tasks[i]
+            if stage == 0 and batched:
+                each = task.slice[0] if each is None else each + EACH_WEIGHT * (task.slice[0] - each)
             if stage == 0 and task.cont is not None:
                 queue.append((i, 1))
             elif stage == 1 and task.subs:
@@ -148,7 +160,8 @@ def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, tri
                 units, finished = [cont], [(i, 1)]
             else:
                 finished = [queue.popleft()]
-                most = batch_size(len(queue) + 1, workers, BATCH_TASKS) if batched else 1
+                most = batch_size(len(queue) + 1, workers, BATCH_TASKS, math.inf if each is None else each) \
+                    if batched else 1
                 while queue and queue[0][1] == 0 and len(finished) < most:
                     finished.append(queue.popleft())
                 units = [run.tasks[i].slice for i, _ in finished]

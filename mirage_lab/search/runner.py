@@ -69,7 +69,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import batch_size, join_split
+from mirage_lab.search.split import averaged, batch_size, join_split
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -172,6 +172,7 @@ class _Search:
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
         self._slices: dict[int, dict[str, Any]] = {}  # each task's slice, until its continuation finishes (``_drive``)
         self._families: dict[int, dict[str, Any]] = {}  # each split task's walk, its sub-tasks and those done
+        self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
 
     def run(self) -> SearchResult:
@@ -335,8 +336,10 @@ class _Search:
                 sliced = slicing and i not in self._slices
                 if batched and sliced:
                     batch = [i]
-                    while queue and queue[0] not in self._slices and len(batch) < batch_size(len(queue) + 1,
-                                                                                             workers, BATCH_TASKS):
+                    # (one slice a call until one came back: the first roots are the heavy ones)
+                    most = batch_size(len(queue) + 1, workers, BATCH_TASKS,
+                                      math.inf if self._slice_s is None else self._slice_s)
+                    while queue and queue[0] not in self._slices and len(batch) < most:
                         batch.append(queue.popleft())
                     inflight[executor.submit(run_batch, self.program_doc, self.config_doc, batch,
                                              [front.tasks[j][0] for j in batch], [front.tasks[j][1] for j in batch],
@@ -357,6 +360,7 @@ class _Search:
                     self._sub_results(what[1], what[2], f.result(), done, bar)
                 elif what[0] == "tasks":
                     for res in f.result():
+                        self._slice_s = averaged(self._slice_s, res["wall"])
                         self._task_result(res["index"], True, res, queue, subqueue, workers, done, bar)
                 else:
                     self._task_result(what[1], what[2], f.result(), queue, subqueue, workers, done, bar)
@@ -536,7 +540,7 @@ SLICE_STATES = 10_000
 #: the most sub-tasks of a split task one worker call takes (``split.batch_size``)
 BATCH_SUBTASKS = 64
 #: the most slices one worker call of a cluster takes (``split.batch_size``)
-BATCH_TASKS = 16
+BATCH_TASKS = 2
 
 
 def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int]:

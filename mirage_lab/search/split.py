@@ -77,7 +77,24 @@ def added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {k: a.get(k, 0) + b.get(k, 0) for k in {**a, **b}}
 
 
-def batch_size(pending: int, workers: int, most: int) -> int:
+def batch_size(pending: int, workers: int, most: int, each_s: float | None = None) -> int:
     """How many of ``pending`` tasks one worker call takes (guided self-scheduling): a share of what is left per
-    worker, so that the hand-outs shrink as the queue does and the last ones balance, at most ``most``."""
-    return max(1, min(most, pending // (4 * max(1, workers))))
+    worker, so that the hand-outs shrink as the queue does and the last ones balance, at most ``most``. With
+    ``each_s`` (what such a call's items took lately, each), no more than fill ``CALL_S``: fused-first order hands the
+    heavy roots out first (MQA b1's first slices take seconds each, its last milliseconds), and a batch of heavy
+    slices would be the longest call of the search."""
+    n = pending // (4 * max(1, workers))
+    if each_s is not None:
+        n = min(n, int(min(CALL_S / max(each_s, 1e-6), most)))
+    return max(1, min(most, n))
+
+
+#: the seconds one batched call aims at: a few hundred times a cluster scheduler's hand-out
+CALL_S = 0.25
+#: how fast the runner's estimate of a slice's seconds follows the latest ones (an exponential average)
+EACH_WEIGHT = 0.1
+
+
+def averaged(each_s: float | None, seconds: float) -> float:
+    """The running estimate of one item's seconds, after one more took ``seconds``."""
+    return seconds if each_s is None else each_s + EACH_WEIGHT * (seconds - each_s)
