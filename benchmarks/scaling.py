@@ -233,7 +233,8 @@ def record(spec: str, time_limit: float, out_dir: Path) -> Path:
     doc = {"format": FORMAT, "version": 2, "name": f"{name}_bs{batch or 1}", **rec.costs(t, wall),
            "complete": res.report.stop_reason == "complete", "tasks_total": res.report.tasks_total,
            "tasks_done": res.report.tasks_done, "measured_wall_s": wall, "stop": res.report.stop_reason,
-           "states": res.report.states, "verified": res.report.verified, "executor": "serial (one call at a time)",
+           "states": res.report.states, "verified": res.report.verified,
+           "best": res.best.hash if res.best is not None else None, "executor": "serial (one call at a time)",
            "time_limit_s": time_limit}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{doc['name']}.json"
@@ -270,7 +271,7 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_
     return {"run": run.name, "workers": 2, "executor": "dask LocalCluster(n_workers=2, threads_per_worker=1)",
             "measured_s": round(wall, 2), "replay_s": round(replay, 2), "off_by": round(wall / replay - 1, 3),
             "stop": res.report.stop_reason, "states": res.report.states, "verified": res.report.verified,
-            "recorded_states": run.extra.get("states"), "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
+            "best": res.best.hash if res.best is not None else None, "recorded_states": run.extra.get("states"), "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
             "time_limit_s": time_limit}
 
 
