@@ -271,7 +271,8 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_
     return {"run": run.name, "workers": 2, "executor": "dask LocalCluster(n_workers=2, threads_per_worker=1)",
             "measured_s": round(wall, 2), "replay_s": round(replay, 2), "off_by": round(wall / replay - 1, 3),
             "stop": res.report.stop_reason, "states": res.report.states, "verified": res.report.verified,
-            "best": res.best.hash if res.best is not None else None, "recorded_states": run.extra.get("states"), "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
+            "best": res.best.hash if res.best is not None else None, "recorded_states": run.extra.get("states"),
+            "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
             "time_limit_s": time_limit}
 
 
