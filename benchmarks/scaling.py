@@ -1,19 +1,28 @@
-"""Search scaling beyond one machine (issue 19): the recorded task costs of real runs, replayed through a
-scheduling simulation for 1 to 256 workers.
+"""Search scaling beyond one machine (issues 19 and 37): the recorded task costs of real runs, replayed through a
+simulation of the runner's scheduling for 1 to 256 workers.
 
-A search is a serial frontier (the parent enumerates the kernel-level states and cuts the block-graph
-subtrees into tasks) followed by its tasks, handed out in order to whichever worker is free (the runner's
-dynamic window). ``--record`` runs a search serially and writes its frontier time and every task's
-measured wall time to ``data/task_costs/<program>_bs<batch>.json``. The replay then assigns those tasks
-greedily, in order, to the earliest free of W workers. Two more costs apply:
-* the scheduler spends ``--overhead-ms`` on each task, one task after another (Dask's scheduler:
-  about 1 ms);
-* each worker starts once, in ``--worker-start-s`` (interpreter, imports, the verifier's inputs).
+A search is a serial frontier (the parent enumerates the kernel-level states and cuts the block-graph subtrees
+into tasks), then its tasks, handed out to whichever worker is free, then the parent's merge. The runner
+(``search/runner.py``) first runs every task as a slice of ``SLICE_STATES`` states, in order (a cluster's
+executor takes several slices per call: ``split.batch_size``); a task its slice does not finish is heavy and
+goes to the back of the queue, and its continuation hands the kernels it opens after its root closes back as
+sub-tasks, which go out first, in batches (``search/split.py``).
 
-It prints the projected wall time and speed-up per W, and the bound that flattens the curve: the frontier
-(serial work), the longest task, or the scheduler. ``--html`` also writes the plot; notebook 06 draws it.
+``--record`` runs a search serially into a fresh run folder and writes, per task in dispatch order, the wall time
+of its slice, of its continuation and of each sub-task (and which of them verified a candidate), the frontier,
+the parent's time per result and its merge, and the seconds the program's trials took, to
+``data/task_costs/<program>_bs<batch>.json`` (format version 2; version-1 records, one time per task, still
+replay). The replay follows the runner's policy, event by event, with these costs:
+* the parent is one serial thread: it hands out each call in ``--overhead-ms`` (a cluster scheduler's order:
+  about 1 ms) and spends its recorded time on each result;
+* each worker starts once, in ``--worker-start-s``;
+* ``--trials worker`` (what the code does): each worker evaluates the program's trials at its first call that
+  verifies a candidate; ``once``: the trials are evaluated once and shared, overlapped with the workers' start.
 
-    .venv/bin/python benchmarks/scaling.py --record rmsnorm:1 --time-limit 600   # a recorded run
+It prints the projected wall time and speed-up per W, and the bound that flattens the curve: the work shared
+out, the longest call, or the parent (frontier, hand-outs, results, merge).
+
+    .venv/bin/python benchmarks/scaling.py --record gqa:1 --time-limit 600   # a recorded run
     .venv/bin/python benchmarks/scaling.py [--workers 1,2,8,...,256] [--json out.json] [--html plot.html]
 """
 
@@ -22,11 +31,15 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import math
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +49,41 @@ ROOT = Path(__file__).resolve().parent.parent
 COSTS = ROOT / "data" / "task_costs"
 WORKERS = (1, 2, 8, 16, 32, 64, 128, 256)
 FORMAT = "mirage-lab/task-costs"
+#: the runner's batch caps (``runner.BATCH_TASKS``, ``runner.BATCH_SUBTASKS``), read from it when it is importable
+BATCH_TASKS, BATCH_SUBTASKS = 2, 64
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task's recorded calls: its slice (the whole task when the slice finished it), its continuation, and
+    its sub-tasks, each as (seconds, whether it verified a candidate). Trials are not in these seconds."""
+
+    slice: tuple[float, bool]
+    cont: tuple[float, bool] | None = None
+    subs: tuple[tuple[float, bool], ...] = ()
+
+    def units(self) -> list[float]:
+        return [self.slice[0], *([self.cont[0]] if self.cont else []), *(s for s, _ in self.subs)]
 
 
 @dataclass(frozen=True)
 class Recorded:
-    """One real search: its serial frontier, each task's wall time in dispatch order, and how it ended."""
+    """One real search: its serial frontier, each task's calls in dispatch order, and how it ended."""
 
     name: str
     frontier_s: float
-    tasks_s: tuple[float, ...]
+    tasks: tuple[Task, ...]
     complete: bool
     measured_wall_s: float
+    parent_s: float = 0.0  # the parent's time per result
+    finish_s: float = 0.0  # the parent's merge, after the last task
+    trials_s: float = 0.0  # one evaluation of the program's trials
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def tasks_s(self) -> tuple[float, ...]:
+        """Every call's seconds (slices, continuations, sub-tasks)."""
+        return tuple(u for t in self.tasks for u in t.units())
 
     @classmethod
     def load(cls, path: Path) -> Recorded:
@@ -54,81 +91,247 @@ class Recorded:
         if doc.get("format") != FORMAT:
             raise SystemExit(f"{path} is not a task-cost record (format {doc.get('format')!r}); re-record it with "
                              "benchmarks/scaling.py --record")
-        return cls(doc["name"], float(doc["frontier_s"]), tuple(float(t) for t in doc["tasks_s"]),
-                   bool(doc["complete"]), float(doc["measured_wall_s"]))
+        if doc.get("version", 1) == 1:
+            tasks = tuple(Task((float(t), False)) for t in doc["tasks_s"])
+            return cls(doc["name"], float(doc["frontier_s"]), tasks, bool(doc["complete"]),
+                       float(doc["measured_wall_s"]), extra={"version": 1})
+        tasks = tuple(Task((t["slice"][0], t["slice"][1]), tuple(t["cont"]) if t.get("cont") else None,
+                           tuple((s, v) for s, v in t.get("subs", ()))) for t in doc["tasks"])
+        return cls(doc["name"], float(doc["frontier_s"]), tasks, bool(doc["complete"]),
+                   float(doc["measured_wall_s"]), float(doc["parent_s"]), float(doc["finish_s"]),
+                   float(doc["trials_s"]), extra={"version": 2, "stop": doc.get("stop"), "states": doc.get("states")})
 
 
-def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float) -> float:
-    """The projected wall time of ``run`` on ``workers`` workers (greedy in-order list scheduling)."""
-    free = [(run.frontier_s + start_s, w) for w in range(workers)]  # every worker starts once the tasks exist
-    heapq.heapify(free)
-    scheduler = run.frontier_s  # when the scheduler can hand out the next task
-    end = run.frontier_s
-    for cost in run.tasks_s:
-        ready, w = heapq.heappop(free)
-        scheduler = max(scheduler, ready) + overhead_s
-        done = scheduler + cost
-        end = max(end, done)
-        heapq.heappush(free, (done, w))
-    return end
+def batch_size(pending: int, workers: int, most: int, each_s: float | None = None) -> int:
+    """``search.split.batch_size``: a share of what is left per worker, at most ``most``, and no more than fill
+    ``CALL_S`` at ``each_s`` seconds an item."""
+    n = pending // (4 * max(1, workers))
+    if each_s is not None:
+        n = min(n, int(min(CALL_S / max(each_s, 1e-6), most)))
+    return max(1, min(most, n))
+
+
+#: ``search.split.CALL_S`` and ``EACH_WEIGHT``
+CALL_S, EACH_WEIGHT = 0.25, 0.1
+
+
+def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
+             batched: bool | None = None) -> float:
+    """The projected wall time of ``run`` on ``workers`` workers: the runner's hand-out replayed event by event
+    (slices in order, several per call when ``batched``; continuations at the back; sub-tasks first, in batches),
+    the parent one serial thread (``overhead_s`` per hand-out, ``run.parent_s`` per result). A version-1 record
+    (the runner before issue 37) replays one task per call unless ``batched`` says otherwise."""
+    if batched is None:
+        batched = run.extra.get("version", 2) == 2
+    frontier = run.frontier_s + (max(0.0, run.trials_s - start_s) if trials == "once" else 0.0)
+    # (when, tie-break, worker, the tasks' calls it finished, how many results it returns)
+    events: list[tuple[float, int, int, list[Any], int]] = [(frontier + start_s, w, w, [], 0) for w in range(workers)]
+    heapq.heapify(events)
+    seq = workers
+    queue: deque[tuple[int, int]] = deque((i, 0) for i in range(len(run.tasks)))  # (task, 0 slice / 1 continuation)
+    subq: deque[list[tuple[float, bool]]] = deque()
+    paid: set[int] = set()  # workers that evaluated the trials
+    each: float | None = None  # the runner's running estimate of a batched slice's seconds
+    idle: list[int] = []  # workers with nothing to take, since a time no later than the event at hand
+    sched, end = frontier, frontier
+    while events:
+        t, _, w, done, results = heapq.heappop(events)
+        if results:  # the parent takes the results (``runner._task_result``), which may queue more calls
+            sched = max(sched, t) + run.parent_s * results
+        for i, stage in done:
+            task = run.tasks[i]
+            if stage == 0 and batched:
+                each = task.slice[0] if each is None else each + EACH_WEIGHT * (task.slice[0] - each)
+            if stage == 0 and task.cont is not None:
+                queue.append((i, 1))
+            elif stage == 1 and task.subs:
+                n = batch_size(len(task.subs), workers, BATCH_SUBTASKS)
+                subq.extend(list(task.subs[k:k + n]) for k in range(0, len(task.subs), n))
+        idle.append(w)
+        while idle and (subq or queue):
+            w = idle.pop()
+            units: list[tuple[float, bool]]
+            if subq:
+                units, finished = subq.popleft(), []
+            elif queue[0][1] == 1:
+                i, _ = queue.popleft()
+                cont = run.tasks[i].cont
+                assert cont is not None
+                units, finished = [cont], [(i, 1)]
+            else:
+                finished = [queue.popleft()]
+                most = batch_size(len(queue) + 1, workers, BATCH_TASKS, math.inf if each is None else each) \
+                    if batched else 1
+                while queue and queue[0][1] == 0 and len(finished) < most:
+                    finished.append(queue.popleft())
+                units = [run.tasks[i].slice for i, _ in finished]
+            sched = max(sched, t) + overhead_s
+            cost = sum(s for s, _ in units)
+            if trials == "worker" and w not in paid and any(v for _, v in units):
+                paid.add(w)
+                cost += run.trials_s
+            seq += 1
+            heapq.heappush(events, (sched + cost, seq, w, finished, len(units)))
+            end = max(end, sched + cost)
+    return max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
+
+
+def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
+    """The parent's own time, a lower bound on any number of workers: frontier, hand-outs (slices in full
+    batches), results, merge."""
+    calls = -(-len(run.tasks) // BATCH_TASKS) + sum(1 for t in run.tasks if t.cont) + sum(
+        -(-len(t.subs) // batch_size(len(t.subs), workers, BATCH_SUBTASKS)) for t in run.tasks if t.subs)
+    return run.frontier_s + calls * overhead_s + len(run.tasks_s) * run.parent_s + run.finish_s
 
 
 def bounds(run: Recorded, workers: int, overhead_s: float, start_s: float) -> dict[str, float]:
     """Lower bounds of the wall time: the serial frontier plus, after it, the work shared out, the longest
-    task and the scheduler's hand-outs."""
-    after = {"work": sum(run.tasks_s) / workers + start_s, "longest task": max(run.tasks_s, default=0.0) + start_s,
-             "scheduler": len(run.tasks_s) * overhead_s}
-    return {k: run.frontier_s + v for k, v in after.items()}
+    call, and the parent's own time."""
+    after = {"work": sum(run.tasks_s) / workers + start_s, "longest task": max(run.tasks_s, default=0.0) + start_s}
+    out = {k: run.frontier_s + run.finish_s + v for k, v in after.items()}
+    out["parent"] = serial_part(run, workers, overhead_s)
+    return out
 
 
-def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, start_s: float) -> pd.DataFrame:
+def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, start_s: float,
+          trials: str = "worker") -> pd.DataFrame:
     rows = []
     for run in runs:
-        one = simulate(run, 1, overhead_s, start_s)
+        one = simulate(run, 1, overhead_s, start_s, trials)
         for w in workers:
-            wall = simulate(run, w, overhead_s, start_s)
+            wall = simulate(run, w, overhead_s, start_s, trials)
             b = bounds(run, w, overhead_s, start_s)
             limit = max(b, key=lambda k: b[k])
-            rows.append({"run": run.name, "tasks": len(run.tasks_s), "complete": run.complete, "workers": w,
+            rows.append({"run": run.name, "tasks": len(run.tasks), "calls": len(run.tasks_s),
+                         "complete": run.complete, "workers": w, "trials": trials,
                          "projected_s": round(wall, 2), "speedup": round(one / wall, 2),
                          "efficiency": round(one / wall / w, 3), "bound": limit,
-                         "frontier_s": round(run.frontier_s, 2),
+                         "vs_measured_serial": round(run.measured_wall_s / wall, 2),
+                         "frontier_s": round(run.frontier_s, 2), "parent_s": round(serial_part(run, w, overhead_s), 2),
                          "longest_task_s": round(max(run.tasks_s, default=0.0), 2)})
     return pd.DataFrame(rows)
 
 
 def record(spec: str, time_limit: float, out_dir: Path) -> Path:
-    """Search ``name:batch`` serially into a fresh run folder and keep its frontier and task times."""
+    """Search ``name:batch`` serially into a fresh run folder and keep every call's time (``Recorder``)."""
     import mirage_lab as ml
     from mirage_lab.bench import programs
-    from mirage_lab.search.run_folder import RunFolder
 
     name, _, batch = spec.partition(":")
     sys.path.insert(0, str(Path(__file__).parent))
     from search import PRESET  # benchmarks/search.py: each benchmark's preset
 
     runs = tempfile.mkdtemp(prefix="scaling-")
+    rec = Recorder()
     try:
-        t = time.time()
-        res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name], executor="serial",
+        t = time.perf_counter()
+        res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name], executor=rec,
                                run_dir=runs, progress=False, time_limit_s=time_limit)
-        wall = time.time() - t
-        assert res.run_dir is not None
-        folder = RunFolder(res.run_dir)
-        tasks = [folder.task(i) for i in range(res.report.tasks_total)]
-        done = [doc for doc in tasks if doc is not None]
+        wall = time.perf_counter() - t
     finally:
         shutil.rmtree(runs, ignore_errors=True)
-    frontier = max(0.0, wall - sum(float(d["wall"]) for d in done))  # the parent's own (serial) part
-    doc = {"format": FORMAT, "name": f"{name}_bs{batch or 1}", "frontier_s": frontier,
-           "tasks_s": [float(d["wall"]) for d in done], "complete": res.report.stop_reason == "complete",
-           "tasks_total": res.report.tasks_total, "measured_wall_s": wall, "stop": res.report.stop_reason,
-           "states": res.report.states, "verified": res.report.verified, "executor": "serial",
+    doc = {"format": FORMAT, "version": 2, "name": f"{name}_bs{batch or 1}", **rec.costs(t, wall),
+           "complete": res.report.stop_reason == "complete", "tasks_total": res.report.tasks_total,
+           "tasks_done": res.report.tasks_done, "measured_wall_s": wall, "stop": res.report.stop_reason,
+           "states": res.report.states, "verified": res.report.verified,
+           "best": res.best.hash if res.best is not None else None, "executor": "serial (one call at a time)",
            "time_limit_s": time_limit}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{doc['name']}.json"
     path.write_text(json.dumps(doc, indent=0) + "\n")
     return path
+
+
+def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_s: float) -> dict[str, Any]:
+    """Search ``name:batch`` on a 2-worker Dask ``LocalCluster`` and set its wall time beside the replay's figure
+    for 2 workers of the recorded run (``costs/<name>_bs<batch>.json``)."""
+    from dask.distributed import Client, LocalCluster
+
+    import mirage_lab as ml
+    from mirage_lab.bench import programs
+
+    name, _, batch = spec.partition(":")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from search import PRESET
+
+    run = Recorded.load(costs / f"{name}_bs{batch or 1}.json")
+    runs = tempfile.mkdtemp(prefix="scaling-cluster-")
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+                Client(lc) as client:
+            client.run(lambda: __import__("mirage_lab.search.task"))  # (the workers' imports: their start, not timed)
+            t = time.perf_counter()
+            res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name],
+                                   executor=client.get_executor(), run_dir=runs, progress=False,
+                                   time_limit_s=time_limit)
+            wall = time.perf_counter() - t
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+    replay = simulate(run, 2, overhead_s, 0.0, "once")  # (workers started before the clock; trials shared)
+    return {"run": run.name, "workers": 2, "executor": "dask LocalCluster(n_workers=2, threads_per_worker=1)",
+            "measured_s": round(wall, 2), "replay_s": round(replay, 2), "off_by": round(wall / replay - 1, 3),
+            "stop": res.report.stop_reason, "states": res.report.states, "verified": res.report.verified,
+            "best": res.best.hash if res.best is not None else None, "recorded_states": run.extra.get("states"),
+            "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
+            "time_limit_s": time_limit}
+
+
+class Recorder:
+    """A serial executor that times every call the runner makes and keeps what each returned (a cluster's
+    executor to the runner: slices go out several per call)."""
+
+    def __new__(cls) -> Any:
+        from mirage_lab.search.executor import SerialExecutor
+
+        class _Recorder(SerialExecutor):
+            def __init__(self) -> None:
+                self.calls: list[tuple[str, float, float, list[dict[str, Any]]]] = []  # (kind, start, seconds, items)
+
+            def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+                t = time.perf_counter()
+                f = super().submit(fn, *args, **kwargs)
+                took = time.perf_counter() - t
+                if f.exception() is None:
+                    out = f.result()
+                    items = out if isinstance(out, list) else [out]
+                    self.calls.append((fn.__name__, t, took, [_item(r) for r in items]))
+                return f
+
+            def costs(self, t0: float, wall: float) -> dict[str, Any]:
+                return _costs(self.calls, t0, wall)
+
+        return _Recorder()
+
+
+def _item(res: dict[str, Any]) -> dict[str, Any]:
+    return {"index": res["index"], "sub": res.get("sub"), "wall": float(res["wall"]),
+            "trials_s": float(res.get("trials_s", 0.0)), "verifies": res["seconds"]["verification"] > 0,
+            "stop": res["stop_reason"], "subtasks": len(res.get("subtasks") or ())}
+
+
+def _costs(calls: list[tuple[str, float, float, list[dict[str, Any]]]], t0: float, wall: float) -> dict[str, Any]:
+    """The record's costs from the calls: per task its slice, continuation and sub-tasks, in dispatch order."""
+    tasks: dict[int, dict[str, Any]] = {}
+    trials = 0.0
+    for _, _, _, items in calls:
+        for it in items:
+            trials = max(trials, it["trials_s"])
+            unit = [max(0.0, it["wall"] - it["trials_s"]), bool(it["verifies"])]
+            task = tasks.setdefault(it["index"], {"slice": None, "cont": None, "subs": {}})
+            if it["sub"] is not None:
+                task["subs"][it["sub"]] = unit
+            elif task["slice"] is None:
+                task["slice"] = unit
+            else:
+                task["cont"] = unit
+    in_calls = sum(took for _, _, took, _ in calls)
+    frontier = (calls[0][1] - t0) if calls else wall
+    finish = (t0 + wall - (calls[-1][1] + calls[-1][2])) if calls else 0.0
+    results = sum(len(items) for *_, items in calls)
+    parent = max(0.0, wall - frontier - finish - in_calls) / max(1, results)
+    return {"frontier_s": frontier, "finish_s": finish, "parent_s": parent, "trials_s": trials,
+            "tasks": [{"slice": t["slice"], "cont": t["cont"], "subs": [t["subs"][k] for k in sorted(t["subs"])]}
+                      for t in tasks.values() if t["slice"] is not None]}
 
 
 def figure(frame: pd.DataFrame) -> Any:
@@ -150,29 +353,41 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", help="search name:batch serially and write its task costs to data/task_costs/")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds for --record's search")
+    ap.add_argument("--cluster", help="search name:batch on a 2-worker Dask LocalCluster and compare its wall time "
+                    "with the replay's of its record")
     ap.add_argument("--costs", default=str(COSTS), help="folder of recorded task costs")
     ap.add_argument("--workers", default=",".join(map(str, WORKERS)), help="comma-separated worker counts")
     ap.add_argument("--overhead-ms", type=float, default=1.0, help="scheduler time per task, in ms")
     ap.add_argument("--worker-start-s", type=float, default=2.0, help="seconds for a worker to start, once")
+    ap.add_argument("--trials", choices=("worker", "once"), default="worker",
+                    help="the program's trials evaluated by every worker (the code), or once and shared")
     ap.add_argument("--json", help="also write the table to this JSON file")
     ap.add_argument("--html", help="also write the plot to this HTML file")
     args = ap.parse_args()
     if args.record:
         print(f"wrote {record(args.record, args.time_limit, Path(args.costs))}", file=sys.stderr)
         return 0
+    if args.cluster:
+        row = cluster(args.cluster, args.time_limit, Path(args.costs), args.overhead_ms / 1e3, args.worker_start_s)
+        print(json.dumps(row))
+        if args.json:
+            Path(args.json).write_text(json.dumps(row, indent=1))
+        return 0
     paths = sorted(Path(args.costs).glob("*.json"))
     if not paths:
         print(f"no recorded task costs in {args.costs}; record some with --record rmsnorm:1", file=sys.stderr)
         return 1
     runs = [Recorded.load(p) for p in paths]
-    frame = table(runs, tuple(int(w) for w in args.workers.split(",")), args.overhead_ms / 1e3, args.worker_start_s)
+    frame = table(runs, tuple(int(w) for w in args.workers.split(",")), args.overhead_ms / 1e3, args.worker_start_s,
+                  args.trials)
     print(frame.to_string(index=False))
     for run in runs:
         part = frame[frame["run"] == run.name]
         best = part.loc[part["speedup"].idxmax()]
         print(f"{run.name}: at most {best['speedup']}× ({best['workers']} workers), bounded by the "
-              f"{best['bound']}; serial frontier {run.frontier_s:.1f} s, longest task {max(run.tasks_s):.1f} s, "
-              f"{len(run.tasks_s)} tasks{'' if run.complete else ' (an incomplete run: the rest is unknown)'}")
+              f"{best['bound']}; serial frontier {run.frontier_s:.1f} s, longest call {max(run.tasks_s):.1f} s, "
+              f"{len(run.tasks)} tasks in {len(run.tasks_s)} calls"
+              f"{'' if run.complete else ' (an incomplete run: the rest is unknown)'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"settings": vars(args), "rows": frame.to_dict("records")}, indent=1))
     if args.html:

@@ -17,7 +17,7 @@ same way wherever it runs).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,18 +40,24 @@ class Enumerator(KernelLevel, BlockLevel):
     """One walk over one subtree. Not thread-safe; build one per task."""
 
     def run(self, prefix: Sequence[Decision | Sequence[Any]] = (), parent: str | None = None, frontier: bool = False,
-            resume: dict[str, Any] | None = None) -> Outcome:
+            resume: dict[str, Any] | None = None, split: bool = False, at_kernel_state: bool = False) -> Outcome:
         """Explore the subtree below ``prefix`` (decisions, or their JSON form); in ``frontier`` mode stop at
-        customized-op roots.
+        customized-op roots. With ``split`` (a task's walk), every customized op opened after the task's own root
+        closed is not walked but recorded as a *sub-task* (``out.tasks``, a ``task`` event where it opens, as the
+        frontier records tasks): those later kernels' openings are what make a task heavy (GQA b1's task 933
+        opens a second kernel 28 863 times, 99 % of its states), and each is walked by whichever worker is free
+        (``runner``; ``task.splice_subtasks`` puts their events back in place).
 
         ``resume`` (what ``resume_point`` gave after a walk of the same subtree stopped at its state cap) continues
         that walk where it stopped instead of starting over: its events follow the stopped walk's, and the two
         together are, byte for byte, the events of one walk that never stopped."""
         self.frontier = frontier
         steps = decoded(prefix)
+        self.split_above = self._customs_in(steps) if split else None
+        self._opened_from = None
         start = time.perf_counter()
         try:
-            for d in steps[:-1]:
+            for d in steps[len(self.path) if at_kernel_state else 0:-1]:  # (``next_opening``: there already)
                 self._apply(d)
             if resume is not None:
                 node = self._resume_at(resume)
@@ -68,9 +74,30 @@ class Enumerator(KernelLevel, BlockLevel):
                                reason=f"every {op} applies {head}, which no target applies")
             self._root = node
             self._visit(node)
+            if steps and isinstance(steps[-1], OpenBlock) and resume is None and not frontier:  # (a sub-task)
+                self.block = None
+                self.path.pop()
+                self._opened_from = list(self.path)
         except StopSearch as stop:
             self.out.stop_reason = stop.reason
         return self._finish(start)
+
+    def stands_before(self, prefix: Sequence[Any]) -> bool:
+        """Whether this walk, a finished sub-task's, can walk the sub-task ``prefix`` next (``next_opening``): it
+        walked an opening from the kernel state the same decisions lead to, and stopped nowhere."""
+        return (self.out.stop_reason == "complete" and self._opened_from is not None and self.state_cap is None
+                and len(prefix) == len(self._opened_from) + 1 and decoded(prefix[:-1]) == self._opened_from)
+
+    def next_opening(self, parent: str, opening: Any, ids: str, log: EventLog,
+                     on_candidate: Callable[[Candidate], None] | None, incumbent: float | None) -> Outcome:
+        """Walk the sub-task that opens ``opening`` (JSON) from the kernel state this walk's last sub-task opened
+        from (``stands_before``), as ``run`` would from scratch: the path to it is not replayed again (a heavy
+        task's sub-tasks are mostly the openings of one state after another)."""
+        self.out, self._log, self.ids, self._counter, self.on_candidate = Outcome(events=log), log, ids, 0, on_candidate
+        self.seen_graphs = set()
+        if incumbent is not None:
+            self.incumbent = min(self.incumbent, incumbent)
+        return self.run([*self.path, *decoded([opening])], parent, at_kernel_state=True)
 
     def resume_point(self, prefix: Sequence[Any]) -> dict[str, Any]:
         """Where a walk that stopped at its state cap stands (JSON): the decisions and node ids from its root to the
@@ -180,7 +207,9 @@ class Enumerator(KernelLevel, BlockLevel):
 
     # ------------------------------------------------------------------ forced replay of a task prefix
     def _apply(self, d: Decision) -> None:
-        if isinstance(d, KernelOp):
+        if isinstance(d, BlockOp | Close) and self.block is not None:  # (a sub-task's prefix: an earlier kernel)
+            self._replay_step(d)
+        elif isinstance(d, KernelOp):
             info, idx = OpInfo(Op(d.op), Level.KERNEL, d.attributes), d.inputs
             ins = [self.kt[i] for i in idx]
             dims = checks.shape(self, info, ins, Level.KERNEL)
@@ -190,8 +219,13 @@ class Enumerator(KernelLevel, BlockLevel):
         elif isinstance(d, OpenBlock):
             assert self._open_block(d, (d.inputs, CUSTOMIZED_CODE)), d
         else:
-            raise ValueError(f"task prefixes hold kernel decisions and one customized root, not {d.to_json()!r}")
+            raise ValueError(f"task prefixes hold decisions of a walked path, not {d.to_json()!r}")
         self.path.append(d)
+
+    @staticmethod
+    def _customs_in(steps: Sequence[Decision]) -> int:
+        """How many customized ops a path opened: a split walk walks the openings up to its root's (``run``)."""
+        return sum(isinstance(d, OpenBlock) for d in steps)
 
 
 def resumable(config: SearchConfig) -> bool:

@@ -36,6 +36,19 @@ def make_executor(executor: Executor | str | None) -> tuple[Executor, bool]:
     return SerialExecutor(), True
 
 
+def executor_workers(executor: Executor) -> int | None:
+    """How many tasks ``executor`` runs at once, when it says: a process pool's workers, a Dask client's threads
+    (``client.get_executor()``); None when it does not."""
+    n = getattr(executor, "_max_workers", None)
+    if isinstance(n, int):
+        return n
+    client = getattr(executor, "_client", None)
+    try:
+        return int(sum(client.nthreads().values())) if client is not None else None
+    except Exception:  # (another executor with a ``_client``, or a client that lost its scheduler)
+        return None
+
+
 def stop(executor: Executor) -> None:
     """Shut down an executor we own without waiting for its running tasks (a process pool's end now; call this
     before cancelling any of its futures, see ``WorkerPool.stop``)."""

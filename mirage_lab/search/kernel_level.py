@@ -87,7 +87,8 @@ class KernelLevel(Walk):
             self.block = None
             self.prune(node, "goal", decision, reason=why)
             return
-        if self.frontier:
+        if self.frontier or (self.split_above is not None and self.n_custom >= self.split_above
+                             and not self._resume):  # (a continuation splits only past the stopped walk's path)
             self.block = None
             self.out.tasks.append((node, [d.to_json() for d in (*self.path, decision)]))
             self.out.events.append(task_event(node, len(self.out.tasks) - 1))

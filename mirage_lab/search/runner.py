@@ -50,11 +50,11 @@ from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, as_config
-from mirage_lab.search.decision import KernelOp, decoded
+from mirage_lab.search.decision import KernelOp
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.event_schema import schema_line
 from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
-from mirage_lab.search.executor import SerialExecutor, check_executor, make_executor, stop
+from mirage_lab.search.executor import SerialExecutor, check_executor, executor_workers, make_executor, stop
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.profile import model_seconds, select
 from mirage_lab.search.result import SearchResult, selection_of
@@ -69,6 +69,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
+from mirage_lab.search.split import averaged, batch_size, join_split
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -76,10 +77,12 @@ from mirage_lab.search.task import (
     candidate_doc,
     candidate_from_doc,
     join_slice,
+    run_batch,
     run_task,
     task_context,
 )
 from mirage_lab.semantics.footprint import small_pages
+from mirage_lab.verify.trials import remove_all, shared_key
 
 __all__ = ["SLICE_STATES", "TIME_LIMIT_ENV", "SearchResult",
            "SerialExecutor", "fused_first", "make_executor", "run_folder_path",
@@ -168,6 +171,8 @@ class _Search:
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
         self._slices: dict[int, dict[str, Any]] = {}  # each task's slice, until its continuation finishes (``_drive``)
+        self._families: dict[int, dict[str, Any]] = {}  # each split task's walk, its sub-tasks and those done
+        self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
 
     def run(self) -> SearchResult:
@@ -203,7 +208,10 @@ class _Search:
             self.incumbent = min([math.inf, *(ranking_seconds(c.graph) for c in front.candidates)])
         if self.executor_spec != "serial":  # workers check the tasks' candidates: free the frontier's trials
             verifier.release()  # (MHA b8's parent held 7.5 GB beside two workers and was killed for memory)
-        outcomes = self._run_tasks(front)
+        try:
+            outcomes = self._run_tasks(front)
+        finally:  # the trials the workers on this machine shared (``verify/trials.py``)
+            remove_all(shared_key(verifier))
         return self._finish(front, outcomes)
 
     def _config_record(self) -> dict[str, Any]:
@@ -261,11 +269,13 @@ class _Search:
             return done
         executor, owned = make_executor(self.executor_spec)
         bar = progress(total=len(front.tasks), initial=len(done), desc="search", unit="task", disable=not self.progress)
-        inflight: dict[Future[Any], tuple[int, bool]] = {}  # future → (task, whether it runs as a slice)
+        inflight: dict[Future[Any], tuple[Any, ...]] = {}  # future → what it runs (``_drive``)
         drove = False
         try:
-            self._drive(executor, 2 * getattr(executor, "_max_workers", 1) if owned else 64, front, todo, done,
-                        inflight, bar)
+            # a few calls in flight per worker: two each, 64 for an executor that does not say how many it runs
+            workers = executor_workers(executor)
+            self._drive(executor, 2 * (workers or (1 if owned else 32)), front, todo, done, inflight, bar,
+                        batched=not owned)
             drove = True
         except KeyboardInterrupt:
             self.report.stop_reason = "interrupted"
@@ -284,58 +294,124 @@ class _Search:
         return done
 
     def _drive(self, executor: Executor, window: int, front: Outcome, todo: list[int],
-               done: dict[int, dict[str, Any]], inflight: dict[Future[Any], tuple[int, bool]], bar: Any) -> None:
+               done: dict[int, dict[str, Any]], inflight: dict[Future[Any], tuple[Any, ...]], bar: Any,
+               batched: bool = False) -> None:
         """Hand tasks out (a few in flight per worker) and take their results until all are done or a budget,
         the time limit or an interrupt stops the search.
 
-        With ``cost_bound`` and no budgets every task first runs as a *slice* of ``SLICE_STATES`` states. A task
-        the slice does not finish goes to the back of the queue and is later *continued* where the slice stopped,
-        with the incumbent of the time: the slices of all roots come first, so the cheap μGraphs anywhere in the
-        space set the incumbent before the heavy subtrees are walked (GQA's split-KV μGraph lies 6 341 states into
-        task 933, behind heavy roots that take minutes). What a slice verified lowers the incumbent at once, and a
+        Without budgets every task first runs as a *slice* of ``SLICE_STATES`` states. A task the slice does not
+        finish is heavy: it goes to the back of the queue and is later *continued* where the slice stopped, with
+        ``split`` (``split.py``): the kernels it opens after its root closes come back as sub-tasks, which go to
+        the front of the queue in batches (``run_batch``) that any free worker takes, and the task's result is
+        joined from them (``join_split``). Under ``cost_bound``, the slices of all roots come first, so the cheap
+        μGraphs anywhere in the space set the incumbent before the heavy subtrees are walked (GQA's split-KV
+        μGraph lies 6 341 states into task 933, behind heavy roots that take minutes), and each continuation or
+        sub-task starts from the incumbent of the time. What a slice verified lowers the incumbent at once, and a
         search stopped before the continuation still reports it. The slice and its continuation make one result
         (``join_slice``) whose events are those of one uninterrupted walk; no state is walked twice.
+
+        ``batched`` (an executor we do not own: a cluster's, whose scheduler spends about a millisecond per
+        hand-out) hands slices out several per call too (``split.batch_size``).
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         in_order = bool(self.config.state_limit or self.config.result_limit)
         queue = deque(todo if in_order else fused_first(front.tasks, todo))
-        slicing = self.config.cost_bound and not in_order and resumable(self.config)
+        slicing = not in_order and resumable(self.config)
         run_dir = str(self.folder.path) if self.folder is not None else None
+        workers = max(1, window // 2)
+        subqueue: deque[tuple[int, list[int]]] = deque()  # (task, its sub-tasks in one call), before ``queue``
         while True:
-            while queue and len(inflight) < window:  # budgets are checked as results arrive, in order
-                i = queue.popleft()
-                parent, prefix = front.tasks[i]
+            while (subqueue or queue) and len(inflight) < window:  # budgets are checked as results arrive, in order
                 # budgets truncate one ordered stream on every executor: there, each task bounds only by what it
                 # verifies itself, so its walk does not depend on which tasks finished first
                 bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
+                if subqueue:
+                    i, ks = subqueue.popleft()
+                    subs = self._families[i]["subtasks"]
+                    inflight[executor.submit(run_batch, self.program_doc, self.config_doc, [i] * len(ks),
+                                             [subs[k][0] for k in ks], [subs[k][1] for k in ks], run_dir, deadline,
+                                             self.t0, bound, [None] * len(ks), ks)] = ("subs", i, ks)
+                    continue
+                i = queue.popleft()
                 sliced = slicing and i not in self._slices
+                if batched and sliced:
+                    batch = [i]
+                    # (one slice a call until one came back: the first roots are the heavy ones)
+                    most = batch_size(len(queue) + 1, workers, BATCH_TASKS,
+                                      math.inf if self._slice_s is None else self._slice_s)
+                    while queue and queue[0] not in self._slices and len(batch) < most:
+                        batch.append(queue.popleft())
+                    inflight[executor.submit(run_batch, self.program_doc, self.config_doc, batch,
+                                             [front.tasks[j][0] for j in batch], [front.tasks[j][1] for j in batch],
+                                             run_dir, deadline, self.t0, bound, [SLICE_STATES] * len(batch),
+                                             [None] * len(batch))] = ("tasks", batch)
+                    continue
+                parent, prefix = front.tasks[i]
                 resume = self._slices[i]["resume"] if i in self._slices else None
                 inflight[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix, run_dir,
                                          deadline, self.t0, bound, SLICE_STATES if sliced else None,
-                                         resume)] = (i, sliced)
+                                         resume, resume is not None)] = ("task", i, sliced)
             if not inflight:
                 return
             finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
             for f in finished:
-                i, sliced = inflight.pop(f)
-                res = f.result()
-                self._improve(res)
-                if sliced and res["stop_reason"] == "slice":
-                    queue.append(i)
-                    self._slices[i] = res
-                    if self.folder is not None:  # (the candidate files it wrote are sound)
-                        self.folder.record(res.get("files", {}))
-                    continue
-                if i in self._slices:
-                    res = join_slice(self._slices[i], res)
-                # kept before it counts as done: ``_finish`` merges every done task and reads its events from
-                # where ``_keep`` put them, and an interrupt may land anywhere in between
-                self._keep(res)
-                done[i] = res
-                self._slices.pop(i, None)
-                bar.update()
+                what = inflight.pop(f)
+                if what[0] == "subs":
+                    self._sub_results(what[1], what[2], f.result(), done, bar)
+                elif what[0] == "tasks":
+                    for res in f.result():
+                        self._slice_s = averaged(self._slice_s, res["wall"])
+                        self._task_result(res["index"], True, res, queue, subqueue, workers, done, bar)
+                else:
+                    self._task_result(what[1], what[2], f.result(), queue, subqueue, workers, done, bar)
             if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
                 return
+
+    def _task_result(self, i: int, sliced: bool, res: dict[str, Any], queue: deque[int],
+                     subqueue: deque[tuple[int, list[int]]], workers: int, done: dict[int, dict[str, Any]],
+                     bar: Any) -> None:
+        """Take a task's result: a slice to continue later, a split walk whose sub-tasks go out first, or a
+        finished task."""
+        self._improve(res)
+        if sliced and res["stop_reason"] == "slice":
+            queue.append(i)
+            self._slices[i] = res
+            if self.folder is not None:  # (the candidate files it wrote are sound)
+                self.folder.record(res.get("files", {}))
+            return
+        subs = res.get("subtasks") or []
+        if subs:
+            if self.folder is not None:
+                self.folder.record(res.get("files", {}))
+            self._families[i] = {"head": res, "subtasks": subs, "parts": {}}
+            n = batch_size(len(subs), workers, BATCH_SUBTASKS)
+            batches = [list(range(k, min(k + n, len(subs)))) for k in range(0, len(subs), n)]
+            subqueue.extend((i, ks) for ks in batches)
+            return
+        self._task_done(i, res, done, bar)
+
+    def _sub_results(self, i: int, ks: list[int], results: list[dict[str, Any]], done: dict[int, dict[str, Any]],
+                     bar: Any) -> None:
+        family = self._families[i]
+        for k, res in zip(ks, results, strict=True):
+            self._improve(res)
+            if self.folder is not None:
+                self.folder.record(res.get("files", {}))
+            family["parts"][k] = res
+        if len(family["parts"]) == len(family["subtasks"]):
+            del self._families[i]
+            self._task_done(i, join_split(family["head"], [family["parts"][k] for k in range(len(family["parts"]))]),
+                            done, bar)
+
+    def _task_done(self, i: int, res: dict[str, Any], done: dict[int, dict[str, Any]], bar: Any) -> None:
+        if i in self._slices:
+            res = join_slice(self._slices[i], res)
+        # kept before it counts as done: ``_finish`` merges every done task and reads its events from
+        # where ``_keep`` put them, and an interrupt may land anywhere in between
+        self._keep(res)
+        done[i] = res
+        self._slices.pop(i, None)
+        bar.update()
 
     def _saved_task(self, index: int, changed: list[str]) -> dict[str, Any] | None:
         """A task an earlier search of this folder finished, when its files match their recorded hashes (the
@@ -398,6 +474,9 @@ class _Search:
             if res is None:
                 stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
                 cands.extend(self._slices.get(ev["task"], {}).get("candidates", ()))  # verified before the stop
+                family = self._families.get(ev["task"], {})
+                cands.extend(family.get("head", {}).get("candidates", ()))
+                cands.extend(c for k in sorted(family.get("parts", {})) for c in family["parts"][k]["candidates"])
                 continue
             merged.append(ev["task"])
             self.report.add_summary(res["summary"])
@@ -455,8 +534,13 @@ class _Search:
         return bool((c.state_limit and states >= c.state_limit) or (c.result_limit and found >= c.result_limit))
 
 
-#: states a task's first run walks under ``cost_bound`` before it yields to the other tasks' (``_Search._drive``)
+#: states a task's first run walks before it yields to the other tasks' (``_Search._drive``); a task that needs more
+#: is split when continued
 SLICE_STATES = 10_000
+#: the most sub-tasks of a split task one worker call takes (``split.batch_size``)
+BATCH_SUBTASKS = 64
+#: the most slices one worker call of a cluster takes (``split.batch_size``)
+BATCH_TASKS = 2
 
 
 def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int]:
@@ -468,7 +552,13 @@ def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int
     merged in task order, so the outcome is the same; only the time to the first verified μGraph changes.
     State and result budgets count tasks in order, so under those the tasks go out in order too.
     """
-    return sorted(todo, key=lambda i: (sum(isinstance(d, KernelOp) for d in decoded(tasks[i][1])), i))
+    return sorted(todo, key=lambda i: (sum(_kernel_op(d) for d in tasks[i][1]), i))
+
+
+def _kernel_op(d: Any) -> bool:
+    """Whether ``d`` (a decision or its JSON form) is a kernel op, without decoding it (``fused_first`` looks at
+    every decision of every task, serially, before the first task goes out)."""
+    return isinstance(d, KernelOp) if not isinstance(d, list | tuple) else d[0] == KernelOp.kind
 
 
 def _warn(message: str) -> None:

@@ -10,9 +10,11 @@ of each file it wrote, for the parent to record in the manifest.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from mirage_lab.search.decision import decoded, encoded
 from mirage_lab.search.enumerate import Enumerator
 from mirage_lab.search.events import EventLog, merge_verdicts
 from mirage_lab.search.run_folder import RunFolder
+from mirage_lab.search.split import added
 from mirage_lab.search.state import Candidate
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.verifier import Verifier
@@ -42,7 +45,10 @@ def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tup
         if len(_CONTEXTS) > 4:
             _CONTEXTS.clear()
         oracle = Oracle.for_program(program, engine=config.oracle_engine)
-        _CONTEXTS[key] = (program, config, oracle, search_verifier(program, config))
+        verifier = search_verifier(program, config)
+        if multiprocessing.parent_process() is not None:  # a pool's or a cluster's worker: the trials once per machine
+            verifier.share_trials()
+        _CONTEXTS[key] = (program, config, oracle, verifier)
     return _CONTEXTS[key]
 
 
@@ -59,23 +65,47 @@ def search_verifier(program: KernelGraph, config: SearchConfig) -> Verifier:
 def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
              prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
              incumbent: float | None = None, slice_states: int | None = None,
-             resume: dict[str, Any] | None = None) -> dict[str, Any]:
+             resume: dict[str, Any] | None = None, split: bool = False) -> dict[str, Any]:
     """Explore one block-graph root's subtree; the worker entry point (JSON-able in and out).
 
     ``deadline`` and ``started`` are epoch seconds (the search's), so workers on other machines agree.
     ``incumbent``: with ``cost_bound``, the proxy cost of the cheapest μGraph verified so far (``bound.py``).
     ``slice_states``: walk at most that many states; a task cut there stops with reason "slice", and its result
     carries where it stopped (``resume``), to be continued later from there (``runner``; ``join_slice``).
+    ``split``: the customized ops opened after the root's closes are not walked but returned as ``subtasks``
+    (``split.py``), for ``run_batch``.
     """
     with small_pages():
-        return _run_task(program_doc, config_doc, index, parent, prefix, run_dir, deadline, started, incumbent,
-                         slice_states, resume)
+        return _run_task(task_context(program_doc, config_doc), index, parent, prefix, run_dir, deadline, started,
+                         incumbent, slice_states, resume, split, None, None)[0]
 
 
-def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int, parent: str,
+def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: list[int], parents: list[str],
+              prefixes: list[list[Any]], run_dir: str | None, deadline: float | None, started: float,
+              incumbent: float | None, slices: Sequence[int | None], subs: Sequence[int | None]
+              ) -> list[dict[str, Any]]:
+    """Several tasks or sub-tasks in one worker call (``run_task``'s arguments, a list each where they differ):
+    a cluster's scheduler hands out one call instead of many, the walks share their checks' memos (sub-tasks of
+    one task meet the same operands), and each starts from the cheapest μGraph the ones before it verified.
+    ``subs[k]`` numbers a sub-task within its task (its node ids are ``<task>.<sub>.<n>``), None for a task."""
+    out: list[dict[str, Any]] = []
+    memos: Enumerator | None = None
+    context = task_context(program_doc, config_doc)
+    with small_pages():
+        for index, parent, prefix, cap, sub in zip(indices, parents, prefixes, slices, subs, strict=True):
+            res, memos = _run_task(context, index, parent, prefix, run_dir, deadline, started, incumbent, cap, None,
+                                   False, sub, memos)
+            if res["incumbent"] is not None:
+                incumbent = res["incumbent"] if incumbent is None else min(incumbent, res["incumbent"])
+            out.append(res)
+    return out
+
+
+def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index: int, parent: str,
               prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
-              incumbent: float | None, slice_states: int | None, resume: dict[str, Any] | None) -> dict[str, Any]:
-    program, config, oracle, verifier = task_context(program_doc, config_doc)
+              incumbent: float | None, slice_states: int | None, resume: dict[str, Any] | None, split: bool,
+              sub: int | None, memos: Enumerator | None) -> tuple[dict[str, Any], Enumerator]:
+    program, config, oracle, verifier = context
     # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
     # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
     folder = RunFolder(run_dir) if run_dir and (Path(run_dir) / "candidates").is_dir() else None
@@ -89,20 +119,29 @@ def _run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: in
     # with a run folder, the events come back compressed, for the parent to append to tasks.gz
     log = EventLog(keep=False, packed=run_dir is not None)
     cap = config.state_limit if slice_states is None else min(slice_states, config.state_limit or slice_states)
-    walker = Enumerator(program, config, oracle, verifier, ids=f"{index}.", state_cap=cap,
-                        deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
-                        on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log, incumbent=incumbent)
-    out = walker.run(prefix, parent, resume=resume)
+    ids = f"{index}." if sub is None else f"{index}.{sub}."
+    program_s = verifier.program_seconds
+    if sub is not None and memos is not None and memos.stands_before(prefix):  # the last sub-task's kernel state
+        walker = memos
+        out = walker.next_opening(parent, prefix[-1], ids, log, keep, incumbent)
+    else:
+        walker = Enumerator(program, config, oracle, verifier, ids=ids, state_cap=cap,
+                            deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
+                            on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log,
+                            incumbent=incumbent, memos=memos)
+        out = walker.run(prefix, parent, resume=resume, split=split)
     stopped_at = None
     if slice_states is not None and out.stop_reason == "state limit" and cap == slice_states:
         out.stop_reason, stopped_at = "slice", walker.resume_point(prefix)
-    return {"resume": stopped_at,"index": index, "events_gz": log.packed_events() if run_dir is not None else None,
+    return {"resume": stopped_at, "index": index, "sub": sub, "subtasks": out.tasks if split else [],
+            "trials_s": verifier.program_seconds - program_s,  # (the program's trials, evaluated by this task)
+            "events_gz": log.packed_events() if run_dir is not None else None,
             "summary": log.summary(), "verdicts": log.verdicts,
             "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
             "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}",  # (for the scaling figures)
-            "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}
+            "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}, walker
 
 
 def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
@@ -114,19 +153,15 @@ def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
         out["events_gz"] = (first.get("events_gz") or b"") + (then.get("events_gz") or b"")
     a, b = first["summary"], then["summary"]
     out["summary"] = {"states": a["states"] + b["states"],
-                      **{k: _added(a[k], b[k]) for k in ("oracle_rules", "pruned", "candidates")}}
+                      **{k: added(a[k], b[k]) for k in ("oracle_rules", "pruned", "candidates")}}
     verdicts = {e: dict(v) for e, v in first["verdicts"].items()}
     merge_verdicts(verdicts, then["verdicts"])
     out["verdicts"] = verdicts
     out["candidates"] = [*first["candidates"], *then["candidates"]]
-    out["seconds"] = _added(first["seconds"], then["seconds"])
+    out["seconds"] = added(first["seconds"], then["seconds"])
     out["states"], out["wall"] = first["states"] + then["states"], first["wall"] + then["wall"]
     out["began"], out["files"] = first["began"], {**first.get("files", {}), **then.get("files", {})}
     return out
-
-
-def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    return {k: a.get(k, 0) + b.get(k, 0) for k in {**a, **b}}
 
 
 def candidate_doc(c: Candidate) -> dict[str, Any]:

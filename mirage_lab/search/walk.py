@@ -45,7 +45,7 @@ class Walk:
     def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier | None, *,
                  ids: str, deadline: float | None = None, state_cap: int | None = None,
                  on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None,
-                 log: EventLog | None = None, incumbent: float | None = None) -> None:
+                 log: EventLog | None = None, incumbent: float | None = None, memos: Walk | None = None) -> None:
         self.program, self.cfg, self.oracle, self.verifier = program, config, oracle, verifier
         self.on = checks.active_checks(config)  # the names of the checks this walk applies
         # ``cost_bound``: the proxy cost of the cheapest μGraph verified so far (``bound.py``)
@@ -54,6 +54,32 @@ class Walk:
         self.t0 = time.perf_counter() if t0 is None else t0
         self.out = Outcome(events=log or EventLog())
         self.frontier = False
+        self.split_above: int | None = None  # (``Enumerator.run(split=True)``) openings past this many are sub-tasks
+        self._opened_from: list[Decision] | None = None  # (a sub-task's walk) the kernel state it opened from
+        if memos is not None:
+            self.share_memos(memos)
+        else:
+            self._setup(program, config, oracle)
+        self.seen_graphs: set[str] = set()
+        self.seen_states: set[Any] = set()
+        self._counter = 0
+        self.blocks_opened = 0
+        self._log = self.out.events  # (continuation) the walk's log, while a throwaway one takes the re-walk's events
+        self._start()
+
+    #: what ``_setup`` works out from the program, config and oracle alone: the ops, the targets, and the checks'
+    #: memos (each maps what a check depends on to its answer)
+    SHARED = ("kernel_ops", "block_ops", "dropped", "max_drop", "max_merge", "ctx", "shapes", "mixed_dtypes", "_exprs",
+              "block_memo", "_sigs", "indices", "kernels_built", "grid_saves", "floors", "targets", "target_vars",
+              "out_types")
+
+    def share_memos(self, other: Walk) -> None:
+        """Take ``other``'s setup and memos (a walk of the same search before this one, in this process): they
+        hold for any walk of the search, and sub-tasks of one task meet the same operands (``task.run_batch``)."""
+        for name in self.SHARED:
+            setattr(self, name, getattr(other, name))
+
+    def _setup(self, program: KernelGraph, config: SearchConfig, oracle: Oracle) -> None:
         kernel_ops = [o for o in config.kernel_ops if o != "customized"]
         self.kernel_ops = op_infos(kernel_ops, Level.KERNEL, program, config.clamp_bounds)
         self.block_ops = op_infos(config.block_ops, Level.BLOCK, program, config.clamp_bounds)
@@ -78,12 +104,7 @@ class Walk:
         self.targets = sorted(self.nf_key(t) for t in oracle.targets)
         self.target_vars = [(self.nf_key(t), variables(t)) for t in oracle.targets]
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
-        self.seen_graphs: set[str] = set()
-        self.seen_states: set[Any] = set()
-        self._counter = 0
-        self.blocks_opened = 0
-        self._log = self.out.events  # (continuation) the walk's log, while a throwaway one takes the re-walk's events
-        self._start()
+
 
     def _start(self) -> None:
         """Put the walk's state at the root: the program's inputs only."""

@@ -44,6 +44,7 @@ from mirage_lab.semantics.interpret import run_kernel_graph
 from mirage_lab.semantics.liveness import live_inputs
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
+from mirage_lab.verify.trials import SharedTrials, shared_key
 
 FloatCheckMode = bool | Literal["auto"]
 Parity = Literal["older", "current"]
@@ -99,6 +100,7 @@ class Verifier:
         # per input range of the float64 check: its inputs and the reference's outputs
         self._float_program: dict[int, tuple[list[Any], list[Any]]] = {}
         self._program_seconds = 0.0
+        self.shared: SharedTrials | None = None  # (``share_trials``) this machine's copy of the trials
         self._ref_live = live_inputs(self.reference)  # (semantics/liveness.py)
         self.ref_degree = degree(self.reference)
         self.ref_heuristic = heuristic_ops(self.reference)
@@ -138,17 +140,35 @@ class Verifier:
         evaluated once."""
         if trial not in self._program:
             t = time.perf_counter()
-            ins = self._inputs(trial)
-            outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self._ref_live),
-                                                                 self.ns)]
-            self._program[trial] = (ins, outs, tuple(_digest(v) for v in outs))
+            self._program[trial] = (self.shared.get(trial, lambda: self._evaluate(trial)) if self.shared is not None
+                                    else self._evaluate(trial))
             self._program_seconds += time.perf_counter() - t
         return self._program[trial]
+
+    def _evaluate(self, trial: int) -> tuple[list[FieldValue], list[FieldValue], tuple[str, ...]]:
+        ins = self._inputs(trial)
+        outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self._ref_live), self.ns)]
+        return ins, outs, tuple(_digest(v) for v in outs)
+
+    def share_trials(self) -> str | None:
+        """Evaluate each trial once per machine (``verify/trials.py``) from now on; returns the key that names the
+        shared files (for ``trials.remove_all``), or None where they cannot be shared (no /dev/shm, arrays on a
+        device)."""
+        if self.ns.xp is not np or not SharedTrials.usable():
+            return None
+        key = shared_key(self)
+        self.shared = SharedTrials(key)
+        return key
 
     def _live(self, ins: list[FieldValue], live: list[frozenset[str]]) -> list[FieldValue]:
         """The trial's inputs as a graph with inputs' ``live`` components reads them: the components that
         reach no output dropped (free zeros)."""
         return [self.ns.restrict(v, parts) for v, parts in zip(ins, live, strict=True)]
+
+    @property
+    def program_seconds(self) -> float:
+        """Seconds spent evaluating the program's trials so far (once per trial, then cached)."""
+        return self._program_seconds
 
     def cached_bytes(self) -> int:
         """Memory held by the cached program evaluations (field trials and the float64 check)."""

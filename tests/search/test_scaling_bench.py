@@ -18,22 +18,45 @@ def load() -> ModuleType:
     return load_script(SCRIPT, "bench_scaling")
 
 
+def whole(s: ModuleType, name: str, frontier: float, tasks: tuple[float, ...], wall: float) -> object:
+    """A record of tasks that each finished in their first call."""
+    return s.Recorded(name, frontier, tuple(s.Task((t, False)) for t in tasks), True, wall, extra={"version": 1})
+
+
 def test_the_simulation_by_hand() -> None:
     s = load()
-    even = s.Recorded("even", frontier_s=1.0, tasks_s=(1.0,) * 8, complete=True, measured_wall_s=9.0)
+    even = whole(s, "even", 1.0, (1.0,) * 8, 9.0)
     assert s.simulate(even, 1, 0.0, 0.0) == pytest.approx(9.0)
     assert s.simulate(even, 2, 0.0, 0.0) == pytest.approx(5.0)
     assert s.simulate(even, 8, 0.0, 0.0) == pytest.approx(2.0)
     assert s.simulate(even, 64, 0.0, 0.0) == pytest.approx(2.0)  # more workers than tasks: no faster
     assert s.simulate(even, 8, 0.0, 0.5) == pytest.approx(2.5)  # each worker's start, once
     assert s.simulate(even, 8, 0.1, 0.0) == pytest.approx(1.0 + 0.8 + 1.0)  # hand-outs one after another
-    skewed = s.Recorded("skewed", 0.0, (5.0, 1.0, 1.0, 1.0), True, 8.0)
+    skewed = whole(s, "skewed", 0.0, (5.0, 1.0, 1.0, 1.0), 8.0)
     assert s.simulate(skewed, 4, 0.0, 0.0) == pytest.approx(5.0)
     frame = s.table([even, skewed], (1, 2, 4, 64), 0.0, 0.0)
     row = frame.set_index(["run", "workers"]).loc[("skewed", 4)]
     assert row["bound"] == "longest task" and row["speedup"] == pytest.approx(8.0 / 5.0)
     assert frame.set_index(["run", "workers"]).loc[("even", 2), "bound"] == "work"
     assert (frame["efficiency"] <= 1.0 + 1e-9).all()
+
+
+def test_split_tasks_and_batches_by_hand() -> None:
+    """A heavy task: its slice, then its continuation, whose sub-tasks go out first in batches; the parent's
+    time per result and the trials each worker evaluates once count."""
+    s = load()
+    heavy = s.Task((1.0, False), (1.0, False), ((1.0, False),) * 8)
+    run = s.Recorded("split", 0.0, (heavy, s.Task((1.0, True))), True, 12.0, trials_s=2.0)
+    assert s.simulate(run, 1, 0.0, 0.0, batched=False) == pytest.approx(1 + 1 + 1 + 2 + 8)  # (trials once)
+    # 4 workers: slices at 0 (task 0) and 0 (task 1, + trials: ends at 3); continuation at 1..2; 8 sub-tasks in
+    # batches of one (8 // 16 = 0 → 1) on the three free workers from 2: 2+3, then the worker free at 3 takes more
+    assert s.simulate(run, 4, 0.0, 0.0, batched=False) == pytest.approx(5.0)
+    # trials evaluated once, before any task (no worker start to hide them behind): everything 2 s later
+    assert s.simulate(run, 4, 0.0, 0.0, trials="once", batched=False) == pytest.approx(6.0)
+    assert s.simulate(run, 4, 0.0, 2.0, trials="once", batched=False) == pytest.approx(6.0)
+    slow_parent = s.Recorded("parent", 0.0, (s.Task((0.0, False)),) * 100, True, 1.0, parent_s=0.01)
+    assert s.simulate(slow_parent, 64, 0.0, 0.0, batched=False) == pytest.approx(1.0)  # one result at a time
+    assert s.bounds(slow_parent, 64, 0.0, 0.0)["parent"] == pytest.approx(1.0)
 
 
 def test_every_recorded_run_replays(tmp_path: Path) -> None:
@@ -44,7 +67,9 @@ def test_every_recorded_run_replays(tmp_path: Path) -> None:
         run = s.Recorded.load(p)
         assert run.tasks_s and run.frontier_s >= 0
         serial = s.simulate(run, 1, 0.0, 0.0)
-        assert serial == pytest.approx(run.frontier_s + sum(run.tasks_s))
+        assert serial == pytest.approx(run.frontier_s + sum(run.tasks_s) + run.trials_s * any(
+            v for t in run.tasks for _, v in [t.slice, *([t.cont] if t.cont else []), *t.subs])
+            + len(run.tasks_s) * run.parent_s + run.finish_s)
         assert s.simulate(run, 256, 0.0, 0.0) >= run.frontier_s + max(run.tasks_s) - 1e-9
     out = subprocess.run([sys.executable, str(SCRIPT), "--workers", "1,2,64", "--json", str(tmp_path / "s.json"),
                           "--html", str(tmp_path / "s.html")], capture_output=True, text=True, timeout=120)

@@ -1,0 +1,100 @@
+"""Heavy tasks split into sub-tasks, and put back together.
+
+A task that its first slice does not finish (``runner``: ``SLICE_STATES``) is heavy, and what makes it heavy is
+the kernels it opens after its own root closes: GQA b1's task 933 opens a second customized op 28 863 times,
+and those openings' subtrees are 99 % of its 73 854 states. Its continuation therefore walks with ``split``
+(``Enumerator.run``): each of those openings is recorded as a *sub-task*, as the frontier records tasks, with a
+``task`` event where it opens; workers walk the sub-tasks (``task.run_batch``), and the parent joins them into
+the task's one result (``join_split``), with each sub-task's events spliced in at its ``task`` event
+(``splice_subtasks``). The joined result is the one the task would have had unsplit, but for its node ids
+(a sub-task's are ``<task>.<sub>.<n>``), what the cost bound's incumbent was when each part ran, and duplicate
+μGraphs across sub-tasks recorded as verified in each (the ranking keeps the first, as across tasks).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from mirage_lab.jsonl import compress
+from mirage_lab.search.events import merge_verdicts
+
+#: how a ``task`` event's line starts in a packed log (``event_schema.event_line`` of ``task_event``)
+TASK_LINE = '{"e":"task",'
+
+
+def splice_subtasks(events_gz: bytes, parts: list[bytes]) -> bytes:
+    """A split walk's packed events with each ``task`` event replaced by that sub-task's packed events (copied
+    byte for byte: gzip members concatenate). The one place that reads a task's log back: the split walk's own
+    events are few (its root's block graph and the kernel states between openings)."""
+    out: list[bytes] = []
+    lines: list[str] = []
+    for line in gzip.decompress(events_gz).decode().splitlines(keepends=True):
+        if not line.startswith(TASK_LINE):
+            lines.append(line)
+            continue
+        if lines:
+            out.append(compress("".join(lines)))
+            lines = []
+        out.append(parts[int(json.loads(line)["task"])])
+    if lines:
+        out.append(compress("".join(lines)))
+    return b"".join(out)
+
+
+def join_split(head: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result of a task walked with ``split`` (``head``, whose ``subtasks`` are done as ``parts``, in order):
+    that of one walk. Counts, verdicts, candidates and times add up; it stopped early when any part did."""
+    out = dict(head)
+    out.pop("subtasks", None)
+    if head.get("events_gz") is not None:
+        out["events_gz"] = splice_subtasks(head["events_gz"], [p.get("events_gz") or b"" for p in parts])
+    summary = dict(head["summary"])
+    verdicts = {e: dict(v) for e, v in head["verdicts"].items()}
+    seconds = dict(head["seconds"])
+    for p in parts:
+        summary = {"states": summary["states"] + p["summary"]["states"],
+                   **{k: added(summary[k], p["summary"][k]) for k in ("oracle_rules", "pruned", "candidates")}}
+        merge_verdicts(verdicts, p["verdicts"])
+        seconds = added(seconds, p["seconds"])
+    out["summary"], out["verdicts"], out["seconds"] = summary, verdicts, seconds
+    out["candidates"] = [*head["candidates"], *(c for p in parts for c in p["candidates"])]
+    out["states"] = head["states"] + sum(p["states"] for p in parts)
+    out["wall"] = head["wall"] + sum(p["wall"] for p in parts)
+    out["files"] = {**head.get("files", {}), **{k: v for p in parts for k, v in p.get("files", {}).items()}}
+    stops = [p["stop_reason"] for p in parts if p["stop_reason"] != "complete"]
+    if stops and out["stop_reason"] == "complete":
+        out["stop_reason"] = stops[0]
+    bests = [x for x in (head.get("incumbent"), *(p.get("incumbent") for p in parts)) if x is not None]
+    out["incumbent"] = min(bests) if bests else None
+    out["parts_wall"] = [p["wall"] for p in parts]  # (``benchmarks/scaling.py`` records them)
+    return out
+
+
+def added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two count (or seconds) dicts added key by key."""
+    return {k: a.get(k, 0) + b.get(k, 0) for k in {**a, **b}}
+
+
+def batch_size(pending: int, workers: int, most: int, each_s: float | None = None) -> int:
+    """How many of ``pending`` tasks one worker call takes (guided self-scheduling): a share of what is left per
+    worker, so that the hand-outs shrink as the queue does and the last ones balance, at most ``most``. With
+    ``each_s`` (what such a call's items took lately, each), no more than fill ``CALL_S``: fused-first order hands the
+    heavy roots out first (MQA b1's first slices take seconds each, its last milliseconds), and a batch of heavy
+    slices would be the longest call of the search."""
+    n = pending // (4 * max(1, workers))
+    if each_s is not None:
+        n = min(n, int(min(CALL_S / max(each_s, 1e-6), most)))
+    return max(1, min(most, n))
+
+
+#: the seconds one batched call aims at: a few hundred times a cluster scheduler's hand-out
+CALL_S = 0.25
+#: how fast the runner's estimate of a slice's seconds follows the latest ones (an exponential average)
+EACH_WEIGHT = 0.1
+
+
+def averaged(each_s: float | None, seconds: float) -> float:
+    """The running estimate of one item's seconds, after one more took ``seconds``."""
+    return seconds if each_s is None else each_s + EACH_WEIGHT * (seconds - each_s)

@@ -1,0 +1,100 @@
+"""Heavy tasks split into sub-tasks (``search/split.py``): a task its slice does not finish is continued with the
+kernels it opens after its root closes handed out as sub-tasks, and joined back. The search finds the same μGraphs,
+walks the same states, and its event log is the unsplit one's but for node ids."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mirage_lab as ml
+from mirage_lab.search import runner
+from mirage_lab.search.executor import SerialExecutor
+from mirage_lab.search.split import batch_size
+from tests.search.test_search import search
+
+TWO_KERNELS: dict[str, Any] = dict(max_customized=2, max_block_ops=5)
+
+
+class Cluster(SerialExecutor):
+    """An executor the search does not own, as a cluster's: slices go out several per call."""
+
+
+def _events(res: ml.search.SearchResult) -> list[str]:
+    assert res.run_dir is not None
+    return gzip.decompress((res.run_dir / "events.jsonl.gz").read_bytes()).decode().splitlines()
+
+
+def _without_ids(lines: list[str]) -> list[str]:
+    """The event lines with every node id replaced by its rank of first appearance."""
+    import json
+
+    ids: dict[str, int] = {}
+
+    def rank(x: Any) -> Any:
+        return x if x is None else ids.setdefault(x, len(ids))
+
+    out = []
+    for line in lines:
+        ev = json.loads(line)
+        for k in ("id", "parent", "node"):
+            if k in ev:
+                ev[k] = rank(ev[k])
+        out.append(json.dumps(ev, sort_keys=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> ml.search.SearchResult:
+    return search(tmp_path_factory.mktemp("whole"), **TWO_KERNELS)
+
+
+@pytest.mark.parametrize("executor", ["serial", Cluster()], ids=["owned", "cluster"])
+def test_split_tasks_find_and_log_what_whole_ones_do(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                     whole: ml.search.SearchResult, executor: Any) -> None:
+    calls: list[int] = []
+    real = runner.run_batch
+
+    def spy(*args: Any) -> list[dict[str, Any]]:
+        calls.append(sum(k is not None for k in args[10]))  # sub-tasks in this call
+        return real(*args)
+
+    monkeypatch.setattr(runner, "SLICE_STATES", 30)
+    monkeypatch.setattr(runner, "run_batch", spy)
+    res = search(tmp_path, executor=executor, **TWO_KERNELS)
+    assert sum(calls) > 10  # heavy tasks were split
+    assert res.report.stop_reason == "complete" and res.report.tasks_done == res.report.tasks_total
+    assert {c.hash for c in res.candidates} == {c.hash for c in whole.candidates}
+    assert res.best is not None and whole.best is not None and res.best.hash == whole.best.hash
+    assert res.report.states == whole.report.states
+    lines = _events(res)
+    expanded = [e for e in lines if e.startswith('{"e":"expand"')]
+    assert len(expanded) == res.report.states and not any(e.startswith('{"e":"task"') for e in lines)
+    assert sorted(_without_ids(lines)) == sorted(_without_ids(_events(whole)))
+    assert _without_ids(lines) == _without_ids(_events(whole))  # in the same order
+
+
+def test_batches_shrink_with_the_queue() -> None:
+    assert batch_size(10_000, 2, 64) == 64 and batch_size(10_000, 256, 64) == 9
+    assert batch_size(5, 256, 64) == 1 and batch_size(0, 1, 64) == 1
+
+
+def test_a_cluster_executor_says_how_many_it_runs() -> None:
+    """The runner keeps two calls in flight per worker; a Dask executor's workers are its client's threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mirage_lab.search.executor import executor_workers
+
+    class Client:
+        def nthreads(self) -> dict[str, int]:
+            return {"tcp://a": 2, "tcp://b": 3}
+
+    class DaskLike(SerialExecutor):
+        _client = Client()
+
+    with ThreadPoolExecutor(3) as pool:
+        assert executor_workers(pool) == 3
+    assert executor_workers(DaskLike()) == 5 and executor_workers(SerialExecutor()) is None
