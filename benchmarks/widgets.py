@@ -109,8 +109,7 @@ def bench_explorer(run: Path, repeats: int) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     picks = iter(rng.integers(0, n, size=repeats))
     select = times_ms(lambda: x.select(int(next(picks))), repeats)
-    index_mb = sum(a.nbytes for a in (x.state.index.offsets, x.state.index.labels, x.state.index.parents,
-                                       x.state.index.weights)) / 1e6
+    index_mb = x.state.index.nbytes() / 1e6
     return {"run": str(run), "events": n, "states": len(x.state.index.node_index), "load_s": round(load_s, 2),
             "index_arrays_mb": round(index_mb, 1), "step": summary(step), "jump_oracle_prune": summary(jump),
             "select_random": summary(select)}
