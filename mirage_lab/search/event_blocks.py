@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from mirage_lab.errors import FormatError
+from mirage_lab.jsonl import MAX_MEMBER, too_large
 from mirage_lab.search.event_schema import CODE, LABELS, OUTCOMES, PRUNE_REASONS, SCHEMA_VERSION, event_line
 
 MAGIC = b"MLEB"
@@ -99,28 +100,30 @@ class BlockWriter:
         self.n.append(n)
 
     def add(self, ev: Mapping[str, Any]) -> None:
-        """Any event: its canonical fields into the columns, the rest into the details."""
-        kind = ev.get("e")
-        if kind == "expand" and _expand_fits(ev):
+        """Any event: its canonical fields (in their usual order) into the columns, the rest into the details."""
+        kind, keys = ev.get("e"), list(ev)
+        if kind == "expand" and keys[:5] == list(_CANON["expand"]) and _expand_fits(ev):
             self.expand(ev["id"], ev["parent"], event_line(ev["d"]), ev["level"])
-            rest = [k for k in ev if k not in _CANON["expand"]]
-        elif kind == "prune" and isinstance(ev.get("parent"), str) and ev.get("why") in _PRUNE_CODE:
+            rest = keys[5:]
+        elif kind == "prune" and keys[:3] == ["e", "parent", "why"] and isinstance(ev["parent"], str) \
+                and ev["why"] in _PRUNE_CODE:
             n = ev.get("n")
-            counted = type(n) is int and 0 < n < 1 << 62
+            counted = keys[3:4] == ["n"] and type(n) is int and 0 < n < 1 << 62
             self.code.append(_PRUNE_CODE[ev["why"]])
             self.ref.append(ev["parent"])
             self.n.append(n if counted else 0)  # type: ignore[arg-type]
-            rest = [k for k in ev if k not in ("e", "parent", "why") and not (k == "n" and counted)]
-        elif kind == "candidate" and isinstance(ev.get("node"), str) and ev.get("outcome") in _OUTCOME_CODE:
+            rest = keys[4:] if counted else keys[3:]
+        elif kind == "candidate" and keys[:3] == list(_CANON["candidate"]) and isinstance(ev["node"], str) \
+                and ev["outcome"] in _OUTCOME_CODE:
             self.code.append(_OUTCOME_CODE[ev["outcome"]])
             self.ref.append(ev["node"])
             self.n.append(0)
-            rest = [k for k in ev if k not in _CANON["candidate"]]
+            rest = keys[3:]
         else:
             self.code.append(OTHER)
             self.ref.append(None)
             self.n.append(0)
-            rest = list(ev)
+            rest = keys
         if rest:
             self.xi.append(len(self.code) - 1)
             self.x.append(event_line({k: ev[k] for k in rest}))
@@ -151,8 +154,8 @@ class BlockWriter:
 
 
 def _expand_fits(ev: Mapping[str, Any]) -> bool:
-    return (isinstance(ev.get("id"), str) and (ev.get("parent") is None or isinstance(ev["parent"], str))
-            and "parent" in ev and "d" in ev and isinstance(ev.get("level"), str))
+    return isinstance(ev["id"], str) and (ev["parent"] is None or isinstance(ev["parent"], str)) \
+        and isinstance(ev["level"], str)
 
 
 def _split_ids(ids: Sequence[str | None], prefixes: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -276,10 +279,16 @@ class Block:
     def _stream(self, k: int) -> bytes:
         s = self.head.doc["s"]
         start = self.head.body + sum(s[:k])
+        d = zlib.decompressobj()
         try:
-            return zlib.decompress(bytes(self._data[start:start + s[k]]))
+            raw = d.decompress(bytes(self._data[start:start + s[k]]), MAX_MEMBER + 1)
         except zlib.error as e:
             raise damaged(self.where, f"the event block at byte {self.head.at} does not decompress ({e})") from None
+        if len(raw) > MAX_MEMBER or d.unconsumed_tail:
+            raise too_large(self.where, self.head.at)
+        if not d.eof:
+            raise damaged(self.where, f"the event block at byte {self.head.at} is cut short")
+        return raw
 
     def _split(self, raw: bytes, names: Sequence[str], what: str) -> tuple[dict[str, np.ndarray], int]:
         out, at = {}, 0
