@@ -145,7 +145,7 @@ def test_a_damaged_block_names_the_file_and_the_fix(tmp_path: Path) -> None:
     path = _blocks(tmp_path)
     intact = path.read_bytes()
     data = bytearray(intact)
-    first, second, last = heads(intact, path)
+    _, second, last = heads(intact, path)
     data[second.body + 10] ^= 0xFF  # inside its index stream
     path.write_bytes(bytes(data))
     with pytest.raises(FormatError, match=rf"{NAME}: the event block at byte {second.at} does not decompress.*"
@@ -166,11 +166,11 @@ def test_a_short_stream_or_a_newer_block_is_refused(tmp_path: Path) -> None:
     doc = dict(first.doc, n=first.n + 5)  # more events than the stream holds
     raw = json.dumps(doc).encode()
     path.write_bytes(MAGIC + len(raw).to_bytes(4, "little") + raw + data[first.body:first.end])
-    with pytest.raises(FormatError, match="short index stream.*rerun the search"):
+    with pytest.raises(FormatError, match=r"short index stream.*rerun the search"):
         EventIndex(path, progress=False)
     raw = json.dumps(dict(first.doc, v=4)).encode()
     path.write_bytes(MAGIC + len(raw).to_bytes(4, "little") + raw + data[first.body:first.end])
-    with pytest.raises(FormatError, match="schema version 4; .*upgrade mirage_lab"):
+    with pytest.raises(FormatError, match=r"schema version 4; .*upgrade mirage_lab"):
         list(read_events(path))
 
 

@@ -11,8 +11,7 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.errors import FormatError
 from mirage_lab.jsonl import compress
-from mirage_lab.search import SCHEMA_VERSION
-from mirage_lab.search import event_blocks
+from mirage_lab.search import SCHEMA_VERSION, event_blocks
 from mirage_lab.search.event_schema import JSONL_VERSION, event_line, schema_line
 from mirage_lab.search.events import read_events
 from mirage_lab.search.run_folder import EVENTS, JSONL_EVENTS

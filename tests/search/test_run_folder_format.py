@@ -18,10 +18,10 @@ from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.jsonl import MemberFile, compress, members, read_lines
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
-from mirage_lab.search.events import EventLog, event_line, path_to, read_events
-from mirage_lab.search.load import load_run
 from mirage_lab.search.event_blocks import events_of
 from mirage_lab.search.event_schema import schema_line
+from mirage_lab.search.events import EventLog, event_line, path_to, read_events
+from mirage_lab.search.load import load_run
 from mirage_lab.search.run_folder import (
     EVENTS,
     JSONL_EVENTS,
