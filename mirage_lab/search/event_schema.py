@@ -1,7 +1,8 @@
 """The events a search writes, one typed record per kind, and the schema version of a run's event log.
 
-Events are dicts with short keys in a fixed order (so ``events.jsonl.gz`` stays small and a log's bytes are
-reproducible); the constructors below are the only places that build them. Kinds:
+Events are dicts with short keys in a fixed order (so a log's bytes are reproducible, and an event's canonical
+fields fit the columns of an event block, ``event_blocks``); the constructors below are the only places that
+build them. Kinds:
 
 * ``expand``: a state entered: its node ``id``, its ``parent`` and the decision ``d`` that led there (JSON form);
 * ``prune``: children of ``parent`` that died, with the reason ``why`` (``PRUNE_REASONS``): ``n`` of them when

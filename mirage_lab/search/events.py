@@ -10,7 +10,7 @@ lists them again), ``order``, ``shape``, ``phase``, ``smem``,
 the state's whole subtree is cut) or ``twin`` (``skip_commuted_twins``: a commutative ``op(j, i)`` where
 ``op(i, j)`` is walked) — and complete graphs are ``candidate`` events whose outcome is ``precheck``
 (their outputs' expressions differ from the targets'), ``rejected`` or ``verified``. Events are plain
-dicts with short keys so that ``events.jsonl`` stays small; a state's many rejections of one reason are one
+dicts with short keys, stored by column (``event_blocks``); a state's many rejections of one reason are one
 event with ``n``.
 
 Decisions are ``search/decision.py``'s; the events' kinds, their fields and the schema version of a run's
