@@ -173,11 +173,11 @@ class Columns:
     node_index: NodeIndex
 
     def __init__(self, cat: dict[str, np.ndarray], located: list[Located], prefixes: list[str]) -> None:
-        code = cat["code"].astype(np.int8)
+        code = cat["code"].view(np.int8)
         size = len(code)
         self.codes, self.located = code, located
         n = cat["n"]
-        self.weights = np.where(n > 0, n, 1).astype(np.int64)
+        self.weights = np.maximum(n, 1, dtype=np.int64)
         self.block_starts = np.cumsum([0, *(h.n for h, _, _ in located)])[:-1].astype(np.int64)
         is_expand = code == EXPAND
         at = np.flatnonzero(is_expand)
@@ -185,9 +185,11 @@ class Columns:
         want = key.copy()  # the id each event's parent has
         want[at] = _keys(cat["ppre"], cat["pnum"])
         # mostly the parent is the last state entered before the event: try that first, search the rest
-        last = np.maximum.accumulate(np.where(is_expand, np.arange(size), -1))
-        before = np.concatenate([[-1], last[:-1]]) if size else last
-        parents = np.where((before >= 0) & (key[np.maximum(before, 0)] == want) & (want >= 0), before, -1)
+        before = np.full(size, -1, dtype=np.int32 if size < 1 << 31 else np.int64)
+        if size > 1:
+            np.maximum.accumulate(np.where(is_expand[:-1], np.arange(size - 1, dtype=before.dtype), -1), out=before[1:])
+        parents = np.where(key[before] == want, before, -1)  # (before -1 reads the last key: checked below)
+        parents[(before < 0) | (want < 0)] = -1
         self.node_index = NodeIndex(key[at], at, prefixes)
         rest = np.flatnonzero((parents < 0) & (want >= 0))
         if len(rest):
