@@ -185,7 +185,7 @@ class Columns:
         want = key.copy()  # the id each event's parent has
         want[at] = _keys(cat["ppre"], cat["pnum"])
         # mostly the parent is the last state entered before the event: try that first, search the rest
-        before = np.full(size, -1, dtype=np.int32 if size < 1 << 31 else np.int64)
+        before: np.ndarray = np.full(size, -1, dtype=np.int32 if size < 1 << 31 else np.int64)
         if size > 1:
             np.maximum.accumulate(np.where(is_expand[:-1], np.arange(size - 1, dtype=before.dtype), -1), out=before[1:])
         parents = np.where(key[before] == want, before, -1)  # (before -1 reads the last key: checked below)
