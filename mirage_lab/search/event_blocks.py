@@ -159,22 +159,22 @@ def _expand_fits(ev: Mapping[str, Any]) -> bool:
 
 
 def _split_ids(ids: Sequence[str | None], prefixes: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Each id as (its prefix's index in ``prefixes``, its number): -1 for no id, number -1 when it has none."""
-    pre = np.empty(len(ids), dtype=np.int64)
-    num = np.empty(len(ids), dtype=np.int64)
-    last: str | None = None
-    lp = ln = -1
-    for k, s in enumerate(ids):
-        if s is not last:  # (a state's prune counts name the id just expanded: split it once)
-            last = s
-            if s is None:
-                lp, ln = -1, -1
-            else:
-                m = _ID.match(s)
-                head, ln = (m.group(1), int(m.group(2))) if m is not None else (s, -1)
-                lp = prefixes.setdefault(head, len(prefixes))
-        pre[k], num[k] = lp, ln
-    return pre, num
+    """Each id as (its prefix's index in ``prefixes``, its number): -1 for no id, number -1 when it has none.
+    Each distinct id is split once (a state's prune counts name the id just expanded)."""
+    seen: dict[str | None, int] = {}
+    at = [seen.setdefault(s, len(seen)) for s in ids]
+    pre = np.full(len(seen), -1, dtype=np.int64)
+    num = np.full(len(seen), -1, dtype=np.int64)
+    for j, s in enumerate(seen):
+        if s is None:
+            continue
+        m = _ID.match(s)
+        if m is None:
+            pre[j] = prefixes.setdefault(s, len(prefixes))
+        else:
+            pre[j], num[j] = prefixes.setdefault(m.group(1), len(prefixes)), int(m.group(2))
+    index = np.asarray(at, dtype=np.int64)
+    return pre[index], num[index]
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
