@@ -39,6 +39,7 @@ from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.task_log import TaskLog, entry_name
 from mirage_lab.widgets.event_index import EventIndex
 from mirage_lab.widgets.explorer_state import ExplorerState
+from tests.conftest import REPO_ROOT, load_script
 from tests.search.test_search import SMALL, search, small_rmsnorm
 
 
@@ -288,3 +289,17 @@ def test_a_states_oracle_prunes_are_worked_out_again_on_demand() -> None:
         got = Enumerator(prog, config, oracle, verifier, ids="x").oracle_prunes(path_to(counted.events, node), node)
         assert got == expected, node
     assert {e[0]["d"][0] for e in by_state.values()} == {"k", "b"}
+
+
+def test_the_parity_script_finds_a_json_lines_copy_equal_and_a_changed_one_not(
+        finished: ml.search.SearchResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/event_parity.py, which checked GQA b1's whole run against its JSON-line folder."""
+    parity = load_script(REPO_ROOT / "benchmarks" / "event_parity.py", "bench_event_parity")
+    old = _jsonl_layout(finished.run_dir, tmp_path)  # type: ignore[arg-type]
+    assert parity.main([str(finished.run_dir), str(old), "--events", "200", "--replays", "20"]) == 0
+    assert "same events" in capsys.readouterr().out
+    events = list(read_events(old / JSONL_EVENTS))
+    k = next(k for k, e in enumerate(events) if "n" in e)
+    events[k] = {**events[k], "n": events[k]["n"] + 1}  # one count off
+    (old / JSONL_EVENTS).write_bytes(compress(schema_line() + "".join(event_line(e) + "\n" for e in events)))
+    assert parity.main([str(finished.run_dir), str(old), "--events", "200", "--replays", "20"]) == 1
