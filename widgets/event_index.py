@@ -23,11 +23,9 @@ import numpy as np
 from mirage_lab.errors import FormatError, InputError
 from mirage_lab.jsonl import CHUNK, GZ, MemberFile, members
 from mirage_lab.progress import progress as progress_report
-from mirage_lab.search import OUTCOMES, PRUNE_REASONS, is_schema, schema_version
-from mirage_lab.search.event_blocks import Block
-from mirage_lab.search.event_schema import CODE, LABELS
-from mirage_lab.search.run_log import NAME as RUN_LOG
-from mirage_lab.search.run_log import RunLog
+from mirage_lab.search import EVENTS, LABELS, OUTCOMES, PRUNE_REASONS, EventBlock, RunLog, is_schema, schema_version
+
+CODE = {label: i for i, label in enumerate(LABELS)}
 
 GROUPS = {"expand": ("expand",), "pruned": tuple(f"pruned:{r}" for r in PRUNE_REASONS),
           "candidate": tuple(f"candidate:{o}" for o in OUTCOMES), "verified": ("candidate:verified",)}
@@ -62,9 +60,9 @@ class EventIndex:
             raise InputError(f"{self.path} does not exist; a run folder holds its event log once its search has "
                              "finished (pass run_dir= to ml.superoptimize to keep one)")
         self._members: MemberFile | None = None  # a compressed log's members (set by _read)
-        self._blocks: OrderedDict[int, Block] = OrderedDict()  # (event blocks) the blocks last decoded
+        self._blocks: OrderedDict[int, EventBlock] = OrderedDict()  # (event blocks) the blocks last decoded
         self.node_index: Mapping[str, int]  # expand id → event index
-        if self.path.name == RUN_LOG:
+        if self.path.name == EVENTS:
             cols = RunLog(self.path.parent).columns()
             self.node_index, self._located, self.block_starts = cols.node_index, cols.located, cols.block_starts
             self.offsets = np.zeros(0, dtype=np.int64)  # (JSON lines only)
@@ -173,7 +171,7 @@ class EventIndex:
         """Event ``i``, parsed from the file."""
         if not 0 <= i < len(self):
             raise InputError(f"no event {i}: the run has {len(self)} events")
-        if self.path.name == RUN_LOG:
+        if self.path.name == EVENTS:
             k = int(np.searchsorted(self.block_starts, i, side="right")) - 1
             return self._block(k).event(i - int(self.block_starts[k]))
         if self._members is not None:
@@ -185,11 +183,11 @@ class EventIndex:
         ev: dict[str, Any] = json.loads(line)
         return ev
 
-    def _block(self, k: int) -> Block:
+    def _block(self, k: int) -> EventBlock:
         """Event block ``k``, decoded (kept among the last ``CACHED_BLOCKS``)."""
         b = self._blocks.get(k)
         if b is None:
-            b = self._blocks[k] = Block(*self._located[k])
+            b = self._blocks[k] = EventBlock(*self._located[k])
             if len(self._blocks) > CACHED_BLOCKS:
                 self._blocks.popitem(last=False)
         else:

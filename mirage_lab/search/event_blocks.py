@@ -266,7 +266,7 @@ def heads(data: bytes | memoryview, where: Any, start: int = 0, end: int | None 
         at = stop
 
 
-class Block:
+class EventBlock:
     """One data block's columns, decoded when first asked for."""
 
     def __init__(self, head: Head, data: bytes | memoryview, where: Any) -> None:
@@ -371,7 +371,7 @@ def decode(data: bytes, where: Any) -> Iterator[dict[str, Any]]:
     for h in heads(data, where):
         if h.task is not None:
             raise damaged(where, f"a task's log holds a splice block (byte {h.at})")
-        yield from Block(h, data, where).events()
+        yield from EventBlock(h, data, where).events()
 
 
 def events_of(data: bytes, where: Any) -> Iterator[dict[str, Any]]:

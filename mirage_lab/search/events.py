@@ -137,7 +137,7 @@ class EventLog:
         if self.keep:
             self.events.append(ev)
         elif self.packed:
-            self.block.add(dict(ev))
+            self.block.add(ev)
         self._maybe_flush()
 
     def expanded(self, node: str, parent: str | None, decision: Decision | None, level: str) -> None:
@@ -180,7 +180,7 @@ class EventLog:
         if self.keep:
             self.events.append(ev)
         elif self.packed:
-            self.block.add(dict(ev))
+            self.block.add(ev)
         self._maybe_flush()
 
     def verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
@@ -198,7 +198,7 @@ class EventLog:
         """(packed) Encode the events held in memory as one more event block."""
         if self.packed and (self.events or len(self.block)):
             for ev in self.events:  # (a log that keeps its events and packs them too: kept ones first)
-                self.block.add(dict(ev))
+                self.block.add(ev)
             self.members.append(self.block.flush())
             self.events = []
 

@@ -27,7 +27,7 @@ from mirage_lab.search.event_blocks import (
     _ID,
     EXPAND,
     OTHER,
-    Block,
+    EventBlock,
     Head,
     encode,
     events_of,
@@ -124,7 +124,7 @@ class RunLog:
     def events(self) -> Iterator[dict[str, Any]]:
         """Every event of the run, in order."""
         for h, data, where in self.blocks():
-            yield from Block(h, data, where).events()
+            yield from EventBlock(h, data, where).events()
 
     def columns(self) -> Columns:
         """Every event's label code, weight and parent event (see ``Columns``), from the index streams alone."""
@@ -134,7 +134,7 @@ class RunLog:
         for h, data, where in self.blocks():
             if h.n == 0:
                 continue
-            b = Block(h, data, where)
+            b = EventBlock(h, data, where)
             ix = b.index
             table = np.asarray([prefixes.setdefault(p, len(prefixes)) for p in h.doc["p"]] + [-1], dtype=np.int64)
             code = ix["code"]
