@@ -52,7 +52,8 @@ def label_of(ev: dict[str, Any]) -> str:
 
 
 class EventIndex:
-    """Labels, parents and byte offsets of every event of one run's event log (plain or gzip-compressed)."""
+    """Labels, parents and weights of every event of one run's event log (``events.blocks``, or, in older folders,
+    JSON lines, plain or gzip-compressed, with each line's byte offset), and each event on demand."""
 
     def __init__(self, path: str | Path, progress: bool = True) -> None:
         self.path = Path(path)
