@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from mirage_lab.errors import FormatError
-from mirage_lab.jsonl import MAX_MEMBER, too_large
+from mirage_lab.jsonl import MAX_MEMBER
 from mirage_lab.search.event_schema import CODE, LABELS, OUTCOMES, PRUNE_REASONS, SCHEMA_VERSION, event_line
 
 MAGIC = b"MLEB"
@@ -285,7 +285,9 @@ class EventBlock:
         except zlib.error as e:
             raise damaged(self.where, f"the event block at byte {self.head.at} does not decompress ({e})") from None
         if len(raw) > MAX_MEMBER or d.unconsumed_tail:
-            raise too_large(self.where, self.head.at)
+            raise FormatError(f"{self.where}: the event block at byte {self.head.at} expands beyond "
+                              f"{MAX_MEMBER >> 20} MiB, which no search writes; the file is not a run folder's "
+                              "(delete it, or the folder, and search again)")
         if not d.eof:
             raise damaged(self.where, f"the event block at byte {self.head.at} is cut short")
         return raw
