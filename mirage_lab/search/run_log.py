@@ -83,6 +83,7 @@ class RunLog:
         self.folder = Path(folder)
         self.path = self.folder / NAME
         self._data: dict[Path, Any] = {}
+        self._tasks: TaskLog | None = None  # (scanned only when a splice's place has moved)
 
     def _bytes(self, path: Path) -> Any:
         if path not in self._data:
@@ -109,7 +110,9 @@ class RunLog:
             except FormatError:
                 found = None
         if found is None or any(h.task is not None for h in found):
-            entry = TaskLog(path).entries().get(int(splice.task or 0))
+            if self._tasks is None:
+                self._tasks = TaskLog(path)
+            entry = self._tasks.entries().get(int(splice.task or 0))
             if entry is None:
                 raise FormatError(f"{self.path} splices in task {splice.task}'s events, which {path} does not hold; "
                                   f"delete {self.path.name} (or the whole run folder) and rerun the search to rebuild "
