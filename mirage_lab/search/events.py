@@ -191,7 +191,7 @@ class EventLog:
         v["n"] += 1
 
     def _maybe_flush(self) -> None:
-        if self.packed and len(self.events) + len(self.block) >= self.flush_every:
+        if self.packed and len(self.events) + len(self.block.code) >= self.flush_every:  # (hot: no __len__ call)
             self.flush()
 
     def flush(self) -> None:
