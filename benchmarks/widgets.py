@@ -8,7 +8,8 @@ run of at least 100 000 events. Target: < 200 ms each.
 * ``explorer``: on a real search run folder (``--run``, or a fresh RMSNorm+Linear bs1 search written to
   a temporary folder, ~364 000 events): the index build once, then ``step`` (next event), ``jump`` to the
   next oracle prune and ``select`` of random events (cold: each lands on a state whose drawing is not
-  cached). Every step includes rebuilding the partial μGraph, its expression and its drawing.
+  cached). Every step includes rebuilding the partial μGraph, its expression and its drawing. The run folder's
+  size, per file, is reported beside it.
 
     .venv/bin/python benchmarks/widgets.py [--run runs/<folder>] [--repeats 30] [--json out.json]
 """
@@ -109,9 +110,14 @@ def bench_explorer(run: Path, repeats: int) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     picks = iter(rng.integers(0, n, size=repeats))
     select = times_ms(lambda: x.select(int(next(picks))), repeats)
-    index_mb = sum(a.nbytes for a in (x.state.index.offsets, x.state.index.labels, x.state.index.parents,
-                                       x.state.index.weights)) / 1e6
-    return {"run": str(run), "events": n, "states": len(x.state.index.node_index), "load_s": round(load_s, 2),
+    index_mb = x.state.index.nbytes() / 1e6
+    files = {p.relative_to(run).parts[0]: 0 for p in run.rglob("*") if p.is_file()}
+    for p in run.rglob("*"):
+        if p.is_file():
+            files[p.relative_to(run).parts[0]] += p.stat().st_size
+    return {"run": str(run), "folder_mb": round(sum(files.values()) / 1e6, 1),
+            "files_mb": {k: round(v / 1e6, 2) for k, v in sorted(files.items())},
+            "events": n, "states": len(x.state.index.node_index), "load_s": round(load_s, 2),
             "index_arrays_mb": round(index_mb, 1), "step": summary(step), "jump_oracle_prune": summary(jump),
             "select_random": summary(select)}
 
@@ -131,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"largest μGraph: {r['graph']} ({r['tensors']} tensors)")
     print(f"  kernel level drawn: median {r['kernel_level']['median_ms']} ms (p90 {r['kernel_level']['p90_ms']})")
     print(f"  open its largest block graph: median {r['open_block']['median_ms']} ms (p90 {r['open_block']['p90_ms']})")
+    print(f"run folder: {e['folder_mb']} MB ({', '.join(f'{k} {v}' for k, v in e['files_mb'].items())})")
     print(f"explorer on {e['events']:,} events ({e['states']:,} states): index built in {e['load_s']} s, "
           f"{e['index_arrays_mb']} MB of arrays")
     for key in ("step", "jump_oracle_prune", "select_random"):

@@ -1,10 +1,11 @@
 """A run folder's finished tasks, in one append-only file (``tasks.gz``) instead of two files per task.
 
 Each finished task is one *entry*: a gzip member holding its record (one JSON line: counts, candidates,
-verdicts, times, and ``events_bytes``), then the task's event log exactly as its worker compressed it
-(one or more gzip members, ``events_bytes`` long). The file is therefore one valid gzip stream
-(``zcat tasks.gz`` shows everything), a task's log is copied into the run's ``events.jsonl.gz`` byte for
-byte, and a reader finds every entry by decompressing only the small records.
+verdicts, times, and ``events_bytes``), then the task's event log exactly as its worker encoded it
+(event blocks, ``search/event_blocks.py``; gzip-compressed JSON lines in folders written before event schema
+version 3), ``events_bytes`` long. The run's ``events.blocks`` splices each task's log in by naming where it lies
+here (``search/run_log.py``), so the events are stored once, and a reader finds every entry by decompressing
+only the small records.
 
 Only the search's parent process (the lock holder) appends, so the file has one writer. An append is
 one ``write`` of the whole entry; a parent killed mid-write leaves a partial entry at the end, which
@@ -111,6 +112,10 @@ class TaskLog:
                 f.truncate(self._complete_to)
 
     # -- reading
+    def read(self, start: int, end: int) -> bytes:
+        """The file's bytes [start, end)."""
+        return self._read(start, end)
+
     def _read(self, start: int, end: int) -> bytes:
         with open(self.path, "rb") as f:
             f.seek(start)

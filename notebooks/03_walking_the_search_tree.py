@@ -8,7 +8,7 @@
 # * `b` — a block op inside the open block graph;
 # * `s` — close the block graph, saving its dangling tensors with an omap.
 #
-# Every child the search looks at becomes an **event** in the run folder's `events.jsonl.gz`: an `expand` (the
+# Every child the search looks at becomes an **event** in the run folder's `events.blocks`: an `expand` (the
 # state was entered), a `prune` with a reason (`oracle`, `shape`, `phase`, `order`, `smem`, `index`, `cap`,
 # …), or a `candidate` — a complete graph that was verified, rejected, or failed the cheap *precheck* (its
 # outputs' abstract expressions differ from the program's).

@@ -1,17 +1,20 @@
 """A search run's event log, indexed for random access without holding every event in memory.
 
-One pass reads each line's kind, verdict and parent into numpy arrays and remembers its byte offset (in the
-uncompressed stream, for a gzip-compressed log, plus where each gzip member starts); a full event is parsed
-again only when a view asks for it, decompressing just its member. Runs with millions of events then cost a
-few bytes per event, and any step, filter or jump is an array operation.
+A run's events are stored by column (``events.blocks``, event schema version 3): opening it reads only each
+block's index stream (labels, ids, counts) into numpy arrays and works out every event's parent with array
+operations (``search/run_log.py``); a full event is decoded only when a view asks for it, from its block's
+details alone (the last few blocks kept decoded). Older logs are JSON lines: one pass reads each line's kind,
+verdict and parent and remembers its byte offset (in the uncompressed stream, for a gzip-compressed log, plus
+where each gzip member starts); a full event is parsed again only when asked for, decompressing just its member.
+Runs with millions of events then cost a few bytes per event, and any step, filter or jump is an array operation.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +23,10 @@ import numpy as np
 from mirage_lab.errors import FormatError, InputError
 from mirage_lab.jsonl import CHUNK, GZ, MemberFile, members
 from mirage_lab.progress import progress as progress_report
-from mirage_lab.search import OUTCOMES, PRUNE_REASONS, is_schema, schema_version
+from mirage_lab.search import EVENTS, LABELS, OUTCOMES, PRUNE_REASONS, EventBlock, RunLog, is_schema, schema_version
 
-#: every verdict an event can carry, in the order views list them
-LABELS: tuple[str, ...] = ("expand", *(f"pruned:{r}" for r in PRUNE_REASONS), *(f"candidate:{o}" for o in OUTCOMES))
 CODE = {label: i for i, label in enumerate(LABELS)}
+
 GROUPS = {"expand": ("expand",), "pruned": tuple(f"pruned:{r}" for r in PRUNE_REASONS),
           "candidate": tuple(f"candidate:{o}" for o in OUTCOMES), "verified": ("candidate:verified",)}
 
@@ -35,6 +37,7 @@ _FAST = re.compile(rb'^\{"e":"(expand|prune|candidate)","(?:id|parent|node)":(?:
                    rb'(?:,"parent":(?:"([^"]*)"|null))?(?:,"(?:why|outcome)":"(\w+)")?')
 _COUNT = re.compile(rb',"n":(\d+)\}\s*$')
 BLOCK = 1 << 16  # events per block of the kept counts (``EventIndex.counts``)
+CACHED_BLOCKS = 8  # event blocks kept decoded (a path to the root touches a few)
 
 
 def label_of(ev: dict[str, Any]) -> str:
@@ -49,30 +52,44 @@ def label_of(ev: dict[str, Any]) -> str:
 
 
 class EventIndex:
-    """Labels, parents and byte offsets of every event of one run's event log (plain or gzip-compressed)."""
+    """Labels, parents and weights of every event of one run's event log (``events.blocks``, or, in older folders,
+    JSON lines, plain or gzip-compressed, with each line's byte offset), and each event on demand."""
 
     def __init__(self, path: str | Path, progress: bool = True) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError(f"{self.path} does not exist; a run folder holds its event log once its search has "
                              "finished (pass run_dir= to ml.superoptimize to keep one)")
-        offsets: list[int] = []
-        labels: list[int] = []
-        parents: list[int] = []
-        weights: list[int] = []
-        self.node_index: dict[str, int] = {}  # expand id → event index
         self._members: MemberFile | None = None  # a compressed log's members (set by _read)
-        self._read(progress, offsets, labels, parents, weights)
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.labels = np.asarray(labels, dtype=np.int8)
-        self.parents = np.asarray(parents, dtype=np.int32)  # index of the parent expand event, -1 for the root
-        self.weights = np.asarray(weights, dtype=np.int64)  # counted prunes stand for n rejections
+        self._blocks: OrderedDict[int, EventBlock] = OrderedDict()  # (event blocks) the blocks last decoded
+        self.node_index: Mapping[str, int]  # expand id → event index
+        if self.path.name == EVENTS:
+            cols = RunLog(self.path.parent).columns()
+            self.node_index, self._located, self.block_starts = cols.node_index, cols.located, cols.block_starts
+            self.offsets = np.zeros(0, dtype=np.int64)  # (JSON lines only)
+            self.labels, self.parents, self.weights = cols.codes, cols.parents, cols.weights
+        else:
+            offsets: list[int] = []
+            labels: list[int] = []
+            parents: list[int] = []
+            weights: list[int] = []
+            nodes: dict[str, int] = {}
+            self.node_index = nodes
+            self._read(progress, offsets, labels, parents, weights, nodes)
+            self.offsets = np.asarray(offsets, dtype=np.int64)
+            self.labels = np.asarray(labels, dtype=np.int8)
+            self.parents = np.asarray(parents, dtype=np.int32)  # index of the parent expand event, -1 for the root
+            self.weights = np.asarray(weights, dtype=np.int64)  # counted prunes stand for n rejections
         self._children: tuple[np.ndarray, np.ndarray] | None = None
         self._cum: np.ndarray | None = None  # (``counts``) weighted counts per label before each block
         self._per_label: np.ndarray | None = None
 
+    def nbytes(self) -> int:
+        """The memory the index's arrays take."""
+        return sum(a.nbytes for a in (self.offsets, self.labels, self.parents, self.weights))
+
     def _read(self, progress: bool, offsets: list[int], labels: list[int], parents: list[int],
-              weights: list[int]) -> None:
+              weights: list[int], nodes: dict[str, int]) -> None:
         size = self.path.stat().st_size
         with progress_report(total=size, unit="B", unit_scale=True, desc="events", disable=not progress,
                              leave=False) as bar:
@@ -81,7 +98,7 @@ class EventIndex:
                 for line in data.splitlines(keepends=True):
                     lineno += 1
                     if line.strip() and not (lineno == 1 and self._schema(line)):
-                        self._add(line, lineno, pos, offsets, labels, parents, weights)
+                        self._add(line, lineno, pos, offsets, labels, parents, weights, nodes)
                     pos += len(line)
                 bar.update(comp - bar.n)
 
@@ -113,13 +130,13 @@ class EventIndex:
         return True
 
     def _add(self, line: bytes, lineno: int, pos: int, offsets: list[int], labels: list[int], parents: list[int],
-             weights: list[int]) -> None:
+             weights: list[int], nodes: dict[str, int]) -> None:
         kind, node, parent, label, n = self._fields(line, lineno)
         if kind == "expand":
-            self.node_index[node or ""] = len(offsets)
+            nodes[node or ""] = len(offsets)
         offsets.append(pos)
         labels.append(CODE[label])
-        parents.append(-1 if parent is None else self.node_index.get(parent, -1))
+        parents.append(-1 if parent is None else nodes.get(parent, -1))
         weights.append(n)
 
     def _fields(self, line: bytes, lineno: int) -> tuple[str, str | None, str | None, str, int]:
@@ -146,7 +163,7 @@ class EventIndex:
         return ev["e"], ev.get("id"), parent, label, int(ev.get("n", 1))
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return len(self.labels)
 
     def __repr__(self) -> str:
         return f"EventIndex({str(self.path)!r}, {len(self)} events, {len(self.node_index)} states)"
@@ -155,6 +172,9 @@ class EventIndex:
         """Event ``i``, parsed from the file."""
         if not 0 <= i < len(self):
             raise InputError(f"no event {i}: the run has {len(self)} events")
+        if self.path.name == EVENTS:
+            k = int(np.searchsorted(self.block_starts, i, side="right")) - 1
+            return self._block(k).event(i - int(self.block_starts[k]))
         if self._members is not None:
             line = self._members.line_at(int(self.offsets[i]))
         else:
@@ -163,6 +183,17 @@ class EventIndex:
                 line = f.readline()
         ev: dict[str, Any] = json.loads(line)
         return ev
+
+    def _block(self, k: int) -> EventBlock:
+        """Event block ``k``, decoded (kept among the last ``CACHED_BLOCKS``)."""
+        b = self._blocks.get(k)
+        if b is None:
+            b = self._blocks[k] = EventBlock(*self._located[k])
+            if len(self._blocks) > CACHED_BLOCKS:
+                self._blocks.popitem(last=False)
+        else:
+            self._blocks.move_to_end(k)
+        return b
 
     def label(self, i: int) -> str:
         return LABELS[int(self.labels[i])]

@@ -1,7 +1,8 @@
 """The events a search writes, one typed record per kind, and the schema version of a run's event log.
 
-Events are dicts with short keys in a fixed order (so ``events.jsonl.gz`` stays small and a log's bytes are
-reproducible); the constructors below are the only places that build them. Kinds:
+Events are dicts with short keys in a fixed order (so a log's bytes are reproducible, and an event's canonical
+fields fit the columns of an event block, ``event_blocks``); the constructors below are the only places that
+build them. Kinds:
 
 * ``expand``: a state entered: its node ``id``, its ``parent`` and the decision ``d`` that led there (JSON form);
 * ``prune``: children of ``parent`` that died, with the reason ``why`` (``PRUNE_REASONS``): ``n`` of them when
@@ -11,7 +12,9 @@ reproducible); the constructors below are the only places that build them. Kinds
 
 A run folder's log opens with a ``schema`` line naming its version. Version 1 is the unversioned logs written
 before it existed (they load as they are); version 2 adds that first line, the events are those of version 1.
-A log of a newer version than this code knows is refused with a ``FormatError``.
+Version 3 stores the same events by column, in compressed blocks (``event_blocks``), and a run's log names its
+tasks' events in ``tasks.gz`` instead of copying them (``run_log``); logs of versions 1 and 2 still load. A log of a
+newer version than this code knows is refused with a ``FormatError``.
 """
 
 from __future__ import annotations
@@ -21,13 +24,18 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from mirage_lab.errors import FormatError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: the last version written as JSON lines (a ``schema`` line, then one event a line)
+JSONL_VERSION = 2
 SCHEMA_KIND = "schema"
 
 #: why children die (``prune`` events), with what each means
 PRUNE_REASONS = ("oracle", "order", "shape", "phase", "smem", "index", "cap", "goal", "duplicate", "bound", "twin")
 #: what a complete graph's test says (``candidate`` events)
 OUTCOMES = ("precheck", "rejected", "verified", "duplicate")
+#: every verdict an event can carry, in the order views list them (an event block's ``code`` indexes it)
+LABELS: tuple[str, ...] = ("expand", *(f"pruned:{r}" for r in PRUNE_REASONS), *(f"candidate:{o}" for o in OUTCOMES))
+CODE = {label: i for i, label in enumerate(LABELS)}
 
 #: an event as one compact JSON line (one encoder for all: json.dumps would build one per event)
 event_line = json.JSONEncoder(separators=(",", ":")).encode
@@ -102,8 +110,8 @@ def task_event(parent: str, task: int) -> TaskEvent:
 
 
 def schema_line() -> str:
-    """The first line of a run's event log."""
-    return event_line({"e": SCHEMA_KIND, "version": SCHEMA_VERSION}) + "\n"
+    """The first line of a run's event log as JSON lines (version 2, as folders before version 3 held it)."""
+    return event_line({"e": SCHEMA_KIND, "version": JSONL_VERSION}) + "\n"
 
 
 def is_schema(ev: dict[str, Any]) -> bool:

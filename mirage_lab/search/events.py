@@ -10,7 +10,7 @@ lists them again), ``order``, ``shape``, ``phase``, ``smem``,
 the state's whole subtree is cut) or ``twin`` (``skip_commuted_twins``: a commutative ``op(j, i)`` where
 ``op(i, j)`` is walked) — and complete graphs are ``candidate`` events whose outcome is ``precheck``
 (their outputs' expressions differ from the targets'), ``rejected`` or ``verified``. Events are plain
-dicts with short keys so that ``events.jsonl`` stays small; a state's many rejections of one reason are one
+dicts with short keys, stored by column (``event_blocks``); a state's many rejections of one reason are one
 event with ``n``.
 
 Decisions are ``search/decision.py``'s; the events' kinds, their fields and the schema version of a run's
@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mirage_lab.jsonl import compress, read_lines
+from mirage_lab.jsonl import read_lines
 from mirage_lab.search.decision import Decision
+from mirage_lab.search.event_blocks import BLOCK_EVENTS, BlockWriter
 from mirage_lab.search.event_schema import (
     OUTCOMES,
     PRUNE_REASONS,
@@ -39,6 +40,8 @@ from mirage_lab.search.event_schema import (
     prune_event,
     schema_version,
 )
+from mirage_lab.search.run_log import NAME as RUN_LOG
+from mirage_lab.search.run_log import RunLog
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,8 +79,13 @@ def merge_verdicts(into: dict[str, dict[str, Any]], more: dict[str, dict[str, An
 
 
 def read_events(path: Any) -> Iterator[Event]:
-    """The events of a run's (or a task's) log, plain JSONL or gzip-compressed; its schema line is checked
-    (``event_schema``), not yielded."""
+    """The events of a run's log: event blocks (``events.blocks``, its tasks' events followed into ``tasks.gz``),
+    or, in older folders, JSON lines, plain or gzip-compressed, whose schema line is checked (``event_schema``),
+    not yielded."""
+    path = Path(path)
+    if path.name == RUN_LOG:
+        yield from RunLog(path.parent).events()
+        return
     first = True
     for line in read_lines(Path(path)):
         ev = json.loads(line)
@@ -89,8 +97,8 @@ def read_events(path: Any) -> Iterator[Event]:
 
 
 class EventLog:
-    """Where a walk's events go: counted only (``keep=False``), kept in memory, or (``packed``) kept as gzip
-    members, compressed every ``flush_every`` events (what a search task returns to its parent).
+    """Where a walk's events go: counted only (``keep=False``), kept in memory, or (``packed``) kept as event
+    blocks (``event_blocks``), encoded every ``flush_every`` events (what a search task returns to its parent).
 
     Counting only suits a search without a run folder: it has nowhere to show its events, and large ones
     would not fit in memory. Oracle verdicts are stored once per expression (``verdicts``: expression →
@@ -102,16 +110,16 @@ class EventLog:
     which the explorer calls), by a log with ``list_oracle=True`` that lists each as an event with its
     decision and expression (the format of run folders written before, which still load).
 
-    A packed log that keeps nothing in memory (a search task's) writes its hot events (one ``expand`` per
-    state, the per-state counts) straight as lines, byte for byte what ``event_line`` makes of their dicts.
+    A packed log that keeps nothing in memory (a search task's) puts its hot events (one ``expand`` per
+    state, the per-state counts) straight into columns, without building their dicts.
     """
 
-    def __init__(self, flush_every: int = 20_000, keep: bool = True, packed: bool = False,
+    def __init__(self, flush_every: int = BLOCK_EVENTS, keep: bool = True, packed: bool = False,
                  list_oracle: bool = False) -> None:
         self.flush_every, self.keep, self.packed, self.list_oracle = flush_every, keep, packed, list_oracle
-        self.members: list[bytes] = []  # (packed) the compressed events so far
+        self.members: list[bytes] = []  # (packed) the event blocks so far
         self.events: list[SearchEvent] = []  # (keep) the events
-        self.lines: list[str] = []  # (packed, not kept) the events not yet compressed, as encoded lines
+        self.block = BlockWriter()  # (packed) the events not yet encoded, by column
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, Counter[str]] = {"pruned": Counter(), "candidates": Counter()}
         self.states = 0
@@ -129,11 +137,11 @@ class EventLog:
         if self.keep:
             self.events.append(ev)
         elif self.packed:
-            self.lines.append(event_line(ev) + "\n")
+            self.block.add(ev)
         self._maybe_flush()
 
     def expanded(self, node: str, parent: str | None, decision: Decision | None, level: str) -> None:
-        """An ``expand`` event (one per state: the second hot path), encoded at once in a packed log."""
+        """An ``expand`` event (one per state: the second hot path), put in columns at once in a packed log."""
         self.states += 1
         if not self.recording:
             return
@@ -141,8 +149,7 @@ class EventLog:
         if self.keep:
             self.events.append(expand_event(node, parent, d, level))
         else:
-            self.lines.append(f'{{"e":"expand","id":{event_line(node)},"parent":{event_line(parent)},'
-                              f'"d":{event_line(d)},"level":{event_line(level)}}}\n')
+            self.block.expand(node, parent, event_line(d), level)
         self._maybe_flush()
 
     def counted(self, parent: str, counts: dict[str, int]) -> None:
@@ -156,8 +163,7 @@ class EventLog:
             if self.keep:
                 self.events.append(prune_event(parent, why, n=n))
             elif self.recording:
-                self.lines.append(f'{{"e":"prune","parent":{event_line(parent)},"why":{event_line(why)},'
-                                  f'"n":{n}}}\n')
+                self.block.counted(parent, why, n)
         self._maybe_flush()
 
     def pruned_by_oracle(self, parent: str, what: Any, decision_of: Callable[[Any], Decision], expr: str,
@@ -174,7 +180,7 @@ class EventLog:
         if self.keep:
             self.events.append(ev)
         elif self.packed:
-            self.lines.append(event_line(ev) + "\n")
+            self.block.add(ev)
         self._maybe_flush()
 
     def verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
@@ -185,17 +191,19 @@ class EventLog:
         v["n"] += 1
 
     def _maybe_flush(self) -> None:
-        if self.packed and len(self.events) + len(self.lines) >= self.flush_every:
+        if self.packed and len(self.events) + len(self.block.code) >= self.flush_every:  # (hot: no __len__ call)
             self.flush()
 
     def flush(self) -> None:
-        """(packed) Compress the events held in memory into one more gzip member."""
-        if self.packed and (self.events or self.lines):
-            self.members.append(compress("".join(event_line(e) + "\n" for e in self.events) + "".join(self.lines)))
-            self.events, self.lines = [], []
+        """(packed) Encode the events held in memory as one more event block."""
+        if self.packed and (self.events or len(self.block)):
+            for ev in self.events:  # (a log that keeps its events and packs them too: kept ones first)
+                self.block.add(ev)
+            self.members.append(self.block.flush())
+            self.events = []
 
     def packed_events(self) -> bytes:
-        """(packed) Every event so far, as gzip members."""
+        """(packed) Every event so far, as event blocks (``event_blocks``)."""
         self.flush()
         return b"".join(self.members)
 

@@ -21,7 +21,7 @@ from mirage_lab.errors import InputError, PathError, RunFolderError
 from mirage_lab.search.events import SearchReport
 from mirage_lab.search.lock import RunLock, describe
 from mirage_lab.search.result import SearchResult
-from mirage_lab.search.run_folder import CHANGED, RunFolder, events_file
+from mirage_lab.search.run_folder import CHANGED, RunFolder, events_file, verdicts_file
 from mirage_lab.search.saved import ranked_candidates
 
 
@@ -62,7 +62,7 @@ def load_run(path: str | os.PathLike[str]) -> SearchResult:
     except (KeyError, TypeError) as e:
         raise InputError(f"{p}/result.json is malformed ({type(e).__name__}: {e}); delete it and rerun the "
                          "search to rebuild it") from None
-    shown = [name for name in (events_file(p), "verdicts.json") if folder.check(name) == CHANGED]
+    shown = [name for name in (events_file(p), verdicts_file(p)) if folder.check(name) == CHANGED]
     if shown:
         warnings.warn(f"{p}: {' and '.join(shown)} {CHANGED}; the events may not show what the search did. Rerun "
                       "the search with the same run_dir to rebuild them", RuntimeWarning, stacklevel=2)

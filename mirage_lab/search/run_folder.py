@@ -7,20 +7,22 @@ file, then ``os.replace``), so a killed process leaves either the old file or th
     program.json             the input program (own JSON format)
     config.json              the SearchConfig (without budgets); written when the search starts
     tasks.gz                 every finished task: its record (candidates, counts, oracle verdicts, time split)
-                             and its events, appended as it finishes (mirage_lab.task_log)
+                             and its events (event blocks), appended as it finishes (mirage_lab.task_log)
     candidates/<h>.json      each verified μGraph, written the moment it is verified
-    events.jsonl.gz          the whole event stream, assembled in task order
-    verdicts.json            the oracle's verdict per pruned expression
+    events.blocks            the whole event stream in task order: the frontier's events, and where each
+                             task's events lie in tasks.gz (search/run_log.py)
+    verdicts.json.gz         the oracle's verdict per pruned expression
     result.json              the ranking and the SearchReport; written last
     manifest.json            the sha256 of every file above
     lock                     present while a search holds the folder (mirage_lab.search.lock)
 
-Events and task records are gzip-compressed (``mirage_lab.jsonl``: the run's event log is the tasks'
-compressed logs spliced together, so it is never compressed twice). Older folders hold two files per task,
-``tasks/<i>.json.gz`` and ``tasks/<i>.events.jsonl.gz``, and before that ``events.jsonl``,
-``tasks/<i>.json`` and ``tasks/<i>.events.jsonl`` uncompressed; every reader takes any of them
-(``events_file``, ``task_names``, ``task``, ``task_events``), and a resumed old folder appends its new
-tasks to ``tasks.gz``.
+Events are stored by column in compressed blocks (``search/event_blocks.py``, event schema version 3), each
+once: in its task's entry of ``tasks.gz``, which ``events.blocks`` names. Folders written before held the
+events as gzip-compressed JSON lines, twice (``events.jsonl.gz`` copied every task's log), and ``verdicts.json``
+uncompressed; before that, two files per task, ``tasks/<i>.json.gz`` and ``tasks/<i>.events.jsonl.gz``, and
+before that ``events.jsonl``, ``tasks/<i>.json`` and ``tasks/<i>.events.jsonl`` uncompressed; every reader takes
+any of them (``events_file``, ``verdicts_file``, ``task_names``, ``task``, ``task_events``), and a resumed old
+folder appends its new tasks to ``tasks.gz`` and rewrites its stream as ``events.blocks``.
 
 **Integrity.** ``manifest.json`` maps each file's path (relative to the folder) to the sha256
 of its bytes (a task's entry in ``tasks.gz`` is recorded as ``tasks.gz#<i>``). Only the process that
@@ -54,6 +56,7 @@ from mirage_lab.ir.io import graph_from_dict, read_json, write_atomic
 from mirage_lab.jsonl import GZ, compress, inflate
 from mirage_lab.paths import file_in_the_way, output_dir
 from mirage_lab.search.config import SearchConfig
+from mirage_lab.search.run_log import NAME as RUN_LOG
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.task_log import TaskLog, entry_name
 
@@ -85,12 +88,20 @@ SUBFOLDERS = ("candidates",)
 CHANGED, UNRECORDED, MISSING = "was changed since the search wrote it", "has no recorded hash", "is missing"
 
 
-EVENTS, OLD_EVENTS = "events.jsonl.gz", "events.jsonl"
+#: the run's event stream: event blocks (schema version 3), or JSON lines, compressed or plain, in older folders
+EVENTS, JSONL_EVENTS, OLD_EVENTS = RUN_LOG, "events.jsonl.gz", "events.jsonl"
+VERDICTS, OLD_VERDICTS = "verdicts.json.gz", "verdicts.json"
 
 
 def events_file(folder: Path) -> str:
-    """The name of the run's event log: compressed, or plain as older folders hold it."""
-    return OLD_EVENTS if not (folder / EVENTS).exists() and (folder / OLD_EVENTS).exists() else EVENTS
+    """The name of the run's event log: event blocks, or JSON lines (compressed, or plain) as older folders hold
+    it."""
+    return next((name for name in (EVENTS, JSONL_EVENTS, OLD_EVENTS) if (folder / name).exists()), EVENTS)
+
+
+def verdicts_file(folder: Path) -> str:
+    """The name of the run's oracle verdicts: compressed, or plain as older folders hold them."""
+    return OLD_VERDICTS if not (folder / VERDICTS).exists() and (folder / OLD_VERDICTS).exists() else VERDICTS
 
 
 def sha256_file(path: Path) -> str | None:
@@ -159,14 +170,25 @@ class RunFolder:
             return self._written(name, lambda p: write_atomic(p, compress(json.dumps(doc, separators=(",", ":")))))
         return self._written(name, lambda p: write_atomic(p, json.dumps(doc, indent=1, sort_keys=True)))
 
-    def write_events(self, members: Iterable[bytes]) -> str:
-        """Stream gzip members to events.jsonl.gz, atomically (a temporary file renamed into place)."""
-        digest = self._written(EVENTS, lambda p: write_atomic(p, members))
-        if (self.path / OLD_EVENTS).exists():  # an older folder's uncompressed log, superseded
-            (self.path / OLD_EVENTS).unlink()
-            self.hashes().pop(OLD_EVENTS, None)
-            self._dirty = True
+    def write_events(self, blocks: Iterable[bytes]) -> str:
+        """Stream event blocks to events.blocks, atomically (a temporary file renamed into place)."""
+        digest = self._written(EVENTS, lambda p: write_atomic(p, blocks))
+        self._superseded(JSONL_EVENTS, OLD_EVENTS)
         return digest
+
+    def write_verdicts(self, verdicts: dict[str, Any]) -> str:
+        """The oracle's verdicts, to verdicts.json.gz."""
+        digest = self.write(VERDICTS, verdicts)
+        self._superseded(OLD_VERDICTS)
+        return digest
+
+    def _superseded(self, *names: str) -> None:
+        """Delete an older folder's files that a newer one replaces."""
+        for name in names:
+            if (self.path / name).exists():
+                (self.path / name).unlink()
+                self.hashes().pop(name, None)
+                self._dirty = True
 
     def _written(self, name: str, write: Any) -> str:
         _guarded(self.path / name, write)
@@ -342,4 +364,4 @@ class RunFolder:
 
     def verdicts(self) -> dict[str, Any]:
         """The oracle's verdict (reason, rules) per pruned expression."""
-        return self.read("verdicts.json") or {}
+        return self.read(verdicts_file(self.path)) or {}

@@ -46,14 +46,13 @@ from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.builder import as_graph
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.io import graph_to_dict
-from mirage_lab.jsonl import compress
 from mirage_lab.progress import progress
+from mirage_lab.search import run_log
 from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, as_config
 from mirage_lab.search.decision import KernelOp
 from mirage_lab.search.enumerate import Enumerator, resumable
-from mirage_lab.search.event_schema import schema_line
-from mirage_lab.search.events import SearchReport, event_line, merge_verdicts
+from mirage_lab.search.events import SearchReport, merge_verdicts
 from mirage_lab.search.executor import SerialExecutor, check_executor, executor_workers, make_executor, stop
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.profile import model_seconds, select
@@ -66,6 +65,7 @@ from mirage_lab.search.run_folder import (
     check_place,
     events_file,
     runs_root,
+    verdicts_file,
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
@@ -233,7 +233,7 @@ class _Search:
                 doc["report"]["stop_reason"] in ("state limit", "result limit")
                 and doc["budgets"] == budgets(self.config))):
             return None
-        damaged = folder.damaged(["program.json", "config.json", events_file(folder.path), "verdicts.json",
+        damaged = folder.damaged(["program.json", "config.json", events_file(folder.path), verdicts_file(folder.path),
                                   *(RunFolder.candidate_name(h) for h in doc["ranking"])]) if doc else \
             [f"result.json {why}"]
         if damaged:
@@ -501,7 +501,7 @@ class _Search:
             for c in ranked:  # the first finder's record, in task order, whichever worker wrote the file first
                 self.folder.save_candidate(candidate_doc(c))
             self.folder.write_events(self._event_stream(front, set(merged)))
-            self.folder.write("verdicts.json", verdicts)
+            self.folder.write_verdicts(verdicts)
             self.folder.write("result.json", {"ranking": [c.hash for c in ranked], "costs": costs,
                                               "report": self.report.to_dict(), "budgets": budgets(self.config),
                                               "selection": selection.to_dict()})
@@ -510,24 +510,11 @@ class _Search:
                             self.folder.path if self.folder is not None else None, costs, selection)
 
     def _event_stream(self, front: Outcome, merged: set[int]) -> Iterator[bytes]:
-        """The schema line, then the frontier's events with each task's events spliced in at its root, in task
-        order, as gzip members: a task's compressed log is copied byte for byte, the frontier's own lines
-        compressed."""
+        """The run's stream as event blocks (``run_log``): the frontier's events, each merged task's spliced in at
+        its root, in task order, by naming its events in ``tasks.gz`` (a task cut short is copied)."""
         assert self.folder is not None
-        lines: list[str] = [schema_line()]
-        for ev in front.events.events:
-            if ev["e"] != "task":
-                lines.append(event_line(ev) + "\n")
-                continue
-            if ev["task"] not in merged:
-                continue
-            if lines:
-                yield compress("".join(lines))
-                lines = []
-            i = ev["task"]
-            yield self._unsaved_events[i] if i in self._unsaved_events else self.folder.task_events(i)
-        if lines:
-            yield compress("".join(lines))
+        return run_log.stream((ev for ev in front.events.events if ev["e"] != "task" or ev["task"] in merged),
+                              self.folder.tasks, self._unsaved_events, self.folder.task_events)
 
     def _limit_reached(self, states: int, found: int) -> bool:
         c = self.config

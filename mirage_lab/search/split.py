@@ -13,33 +13,26 @@ the task's one result (``join_split``), with each sub-task's events spliced in a
 
 from __future__ import annotations
 
-import gzip
-import json
 from typing import Any
 
-from mirage_lab.jsonl import compress
+from mirage_lab.search.event_blocks import encode, events_of
 from mirage_lab.search.events import merge_verdicts
 
-#: how a ``task`` event's line starts in a packed log (``event_schema.event_line`` of ``task_event``)
-TASK_LINE = '{"e":"task",'
 
-
-def splice_subtasks(events_gz: bytes, parts: list[bytes]) -> bytes:
-    """A split walk's packed events with each ``task`` event replaced by that sub-task's packed events (copied
-    byte for byte: gzip members concatenate). The one place that reads a task's log back: the split walk's own
-    events are few (its root's block graph and the kernel states between openings)."""
+def splice_subtasks(events: bytes, parts: list[bytes]) -> bytes:
+    """A split walk's packed events with each ``task`` event replaced by that sub-task's packed events, copied byte
+    for byte (event blocks concatenate, ``event_blocks``). The one place that reads a task's log back: the split
+    walk's own events are few (its root's block graph and the kernel states between openings)."""
     out: list[bytes] = []
-    lines: list[str] = []
-    for line in gzip.decompress(events_gz).decode().splitlines(keepends=True):
-        if not line.startswith(TASK_LINE):
-            lines.append(line)
+    pending: list[dict[str, Any]] = []
+    for ev in events_of(events, "a split task's events"):
+        if ev["e"] != "task":
+            pending.append(ev)
             continue
-        if lines:
-            out.append(compress("".join(lines)))
-            lines = []
-        out.append(parts[int(json.loads(line)["task"])])
-    if lines:
-        out.append(compress("".join(lines)))
+        out.extend(encode(pending))
+        pending = []
+        out.append(parts[int(ev["task"])])
+    out.extend(encode(pending))
     return b"".join(out)
 
 

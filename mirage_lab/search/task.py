@@ -146,8 +146,8 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
 
 def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
     """The result of a task walked as a slice (``first``) and then continued where it stopped (``then``): that of
-    one walk. Its events are the two logs one after the other (gzip members concatenate), byte for byte those of
-    a walk that never stopped; counts, verdicts, candidates and times add up."""
+    one walk. Its events are the two logs one after the other (event blocks concatenate), the events of a walk that
+    never stopped; counts, verdicts, candidates and times add up."""
     out = dict(then)
     if first.get("events_gz") is not None or then.get("events_gz") is not None:
         out["events_gz"] = (first.get("events_gz") or b"") + (then.get("events_gz") or b"")

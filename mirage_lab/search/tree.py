@@ -9,7 +9,6 @@ networkx is imported when called (the ``lab`` extra), never by the search itself
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from mirage_lab.errors import InputError
 from mirage_lab.ir.nxgraph import import_networkx
 from mirage_lab.search.events import read_events
 from mirage_lab.search.result import SearchResult
-from mirage_lab.search.run_folder import EVENTS, events_file
+from mirage_lab.search.run_folder import EVENTS, RunFolder, events_file
 
 if TYPE_CHECKING:
     import os
@@ -61,8 +60,7 @@ def search_tree(run: SearchResult | str | os.PathLike[str]) -> nx.DiGraph:
     """
     digraph = import_networkx()
     folder = run_folder_of(run)
-    verdicts_path = folder / "verdicts.json"
-    verdicts: dict[str, Any] = json.loads(verdicts_path.read_text()) if verdicts_path.is_file() else {}
+    verdicts = RunFolder(folder).verdicts()
     depth: dict[str, int] = {}
     states: dict[str, dict[str, Any]] = {}
     leaves: list[tuple[str, dict[str, Any]]] = []

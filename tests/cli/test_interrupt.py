@@ -25,7 +25,7 @@ from mirage_lab.cli.sources import resolve
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.search.config import SearchConfig, preset
 from mirage_lab.search.events import read_events
-from mirage_lab.search.run_folder import MANIFEST, RunFolder
+from mirage_lab.search.run_folder import MANIFEST, RunFolder, events_file
 from mirage_lab.search.runner import run_folder_path, superoptimize
 from mirage_lab.task_log import NAME as TASK_LOG
 from tests.search.test_process_pool import MARKER, marked, wait_for
@@ -105,7 +105,7 @@ def test_ctrl_c_is_one_line_and_the_run_resumes_whole(tmp_path: Path,
     # nothing saved was damaged: every recorded file matches, the events are one walk, no temporaries are left
     saved = RunFolder(folder)
     assert saved.damaged(json.loads((folder / MANIFEST).read_text())["sha256"]) == []
-    expanded = [e["id"] for e in read_events(folder / "events.jsonl.gz") if e["e"] == "expand"]
+    expanded = [e["id"] for e in read_events(folder / events_file(folder)) if e["e"] == "expand"]
     assert len(expanded) == len(set(expanded)) == got["report"]["states"]
     assert not list(folder.rglob("*.tmp")) and not (folder / "lock").exists()
     again = superoptimize(program(), config(), run_dir=runs, progress=False)

@@ -1,9 +1,9 @@
-"""The schema version of a run's event log: written as its first line, checked on reading; logs without one
-(written before it existed) load as they are, and a newer version than this code knows is a FormatError."""
+"""The schema version of a run's event log: in every event block's head (version 3), or as the first line of a
+JSON-line log (version 2), checked on reading; logs without one (written before it existed) load as they are, and
+a newer version than this code knows is a FormatError."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import pytest
@@ -11,10 +11,10 @@ import pytest
 import mirage_lab as ml
 from mirage_lab.errors import FormatError
 from mirage_lab.jsonl import compress
-from mirage_lab.search import SCHEMA_VERSION
-from mirage_lab.search.event_schema import schema_line
+from mirage_lab.search import SCHEMA_VERSION, event_blocks
+from mirage_lab.search.event_schema import JSONL_VERSION, event_line, schema_line
 from mirage_lab.search.events import read_events
-from mirage_lab.search.run_folder import EVENTS
+from mirage_lab.search.run_folder import EVENTS, JSONL_EVENTS
 from mirage_lab.widgets.event_index import EventIndex
 from tests.search.test_search import search
 
@@ -25,18 +25,20 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> ml.search.SearchResult:
 
 
 def _rewritten(run: ml.search.SearchResult, into: Path, first: str) -> Path:
-    """The run's log with its schema line replaced by ``first`` (empty: an older log, without one)."""
+    """The run's log as JSON lines (as folders held it before event schema version 3) opening with ``first``
+    (empty: an older log, without a schema line)."""
     assert run.run_dir is not None
-    lines = gzip.decompress((run.run_dir / EVENTS).read_bytes()).decode().splitlines(keepends=True)
-    path = into / EVENTS
-    path.write_bytes(compress(first + "".join(lines[1:])))
+    path = into / JSONL_EVENTS
+    path.write_bytes(compress(first + "".join(event_line(e) + "\n" for e in read_events(run.run_dir / EVENTS))))
     return path
 
 
-def test_a_run_log_opens_with_its_schema_line(run: ml.search.SearchResult) -> None:
+def test_a_run_log_names_its_schema_version(run: ml.search.SearchResult) -> None:
     assert run.run_dir is not None
-    first = gzip.decompress((run.run_dir / EVENTS).read_bytes()).decode().splitlines(keepends=True)[0]
-    assert first == schema_line() == f'{{"e":"schema","version":{SCHEMA_VERSION}}}\n'
+    heads = list(event_blocks.heads((run.run_dir / EVENTS).read_bytes(), EVENTS))
+    assert heads and all(h.doc["v"] == SCHEMA_VERSION == 3 for h in heads)
+    assert any(h.task is not None for h in heads)  # the tasks' events spliced in, not copied
+    assert schema_line() == f'{{"e":"schema","version":{JSONL_VERSION}}}\n'  # (JSON-line logs, version 2)
     events = list(read_events(run.run_dir / EVENTS))
     assert events[0]["e"] == "expand" and events == list(run.events())
     index = EventIndex(run.run_dir / EVENTS, progress=False)

@@ -27,7 +27,7 @@ from mirage_lab.search.config import preset
 from mirage_lab.search.events import read_events
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.pool import process_pool
-from mirage_lab.search.run_folder import RunFolder
+from mirage_lab.search.run_folder import RunFolder, events_file
 from mirage_lab.search.runner import run_folder_path, superoptimize
 from tests.conftest import REPO_ROOT
 from tests.search.test_search import SMALL, search, small_rmsnorm
@@ -102,7 +102,7 @@ def test_two_processes_search_one_folder_in_turn(tmp_path: Path, reference: ml.s
         assert f"is being searched by pid {os.getpid()} on " in text and text.count("\n") == 1
     assert sorted(o["cached"] for o in outs) == [False, True]  # one searched; the other read its result
     assert all(o["hashes"] == [c.hash for c in reference.candidates] for o in outs)
-    events = list(read_events(folder / "events.jsonl.gz"))
+    events = list(read_events(folder / events_file(folder)))
     ids = [e["id"] for e in events if e["e"] == "expand"]
     assert len(ids) == len(set(ids)) == reference.report.states  # no task's events written twice
     assert not (folder / "lock").exists() and not list(folder.rglob("*.tmp")) and not list(folder.rglob("*.part"))

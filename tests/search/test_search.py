@@ -128,7 +128,7 @@ def test_run_folder_is_the_cache(tmp_path: Path, reference_run: ml.search.Search
     assert not first.report.cached and first.run_dir is not None
     (folder,) = tmp_path.iterdir()
     assert {p.name for p in folder.iterdir()} >= {"program.json", "config.json", "tasks.gz", "candidates",
-                                                   "events.jsonl.gz", "verdicts.json", "result.json"}
+                                                   "events.blocks", "verdicts.json.gz", "result.json"}
     second = search(run_dir=tmp_path)
     assert second.report.cached and [c.hash for c in second.candidates] == [c.hash for c in first.candidates]
     assert [c.hash for c in first.candidates] == [c.hash for c in reference_run.candidates]
@@ -208,7 +208,7 @@ def test_events_rebuild_every_node(tmp_path: Path) -> None:
     for ev in expands[:: max(1, len(expands) // 200)]:  # every node rebuilds through the validating builders
         replay(program, path_to(events, ev["id"]), smem_limit=96 * 1024)
     oracle = [e for e in events if e["e"] == "prune" and e["why"] == "oracle"]
-    verdicts = json.loads((res.run_dir / "verdicts.json").read_text())  # each expression's verdict, once
+    verdicts = RunFolder(res.run_dir).verdicts()  # each expression's verdict, once
     assert oracle and all(verdicts[e["expr"]]["reason"] for e in oracle if "expr" in e)
     assert sum(len(v["rules"]) > 0 for v in verdicts.values()) > 0
     # each state's oracle prunes are one counted event; the verdicts say how many prunes named each expression
@@ -245,7 +245,7 @@ def test_ops_no_target_can_use_are_dropped_once(tmp_path: Path) -> None:
     res = search(run_dir=tmp_path)  # exp, at both levels: RMSNorm+Linear never exponentiates
     root = [e for e in res.events() if e["e"] == "prune" and e.get("op") == "exp"]
     assert {e["level"] for e in root} == {"kernel", "block"} and all(e["why"] == "oracle" for e in root)
-    verdicts = json.loads((res.run_dir / "verdicts.json").read_text())
+    verdicts = RunFolder(res.run_dir).verdicts()
     assert "no target applies" in verdicts[root[0]["expr"]]["reason"]
     assert not any((e["d"] or [None, None])[1] == "exp" for e in res.events() if e["e"] == "expand")
 

@@ -4,7 +4,6 @@ walks the same states, and its event log is the unsplit one's but for node ids."
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,10 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.search import runner
+from mirage_lab.search.event_schema import event_line
+from mirage_lab.search.events import read_events
 from mirage_lab.search.executor import SerialExecutor
+from mirage_lab.search.run_folder import events_file
 from mirage_lab.search.split import batch_size
 from tests.search.test_search import search
 
@@ -25,7 +27,7 @@ class Cluster(SerialExecutor):
 
 def _events(res: ml.search.SearchResult) -> list[str]:
     assert res.run_dir is not None
-    return gzip.decompress((res.run_dir / "events.jsonl.gz").read_bytes()).decode().splitlines()
+    return [event_line(e) for e in read_events(res.run_dir / events_file(res.run_dir))]
 
 
 def _without_ids(lines: list[str]) -> list[str]:

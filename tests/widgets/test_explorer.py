@@ -65,7 +65,7 @@ def test_damaged_log_names_the_line_and_the_fix(tmp_path: Path) -> None:
     bad.write_text('{"e":"expand","id":"f0","parent":null,"d":null}\n{"e": "prune", "parent": "f0"\n')
     with pytest.raises(FormatError, match=r"events.jsonl:2 .*rerun the search"):
         EventIndex(bad, progress=False)
-    with pytest.raises(InputError, match=r"holds no events\.jsonl"):
+    with pytest.raises(InputError, match=r"holds no events\.blocks"):
         ExplorerState(tmp_path / "nowhere")
 
 

@@ -48,7 +48,8 @@ def test_export_of_a_run(small_run: SearchResult, tmp_path: Path) -> None:
 def test_export_refuses_an_unfinished_run(small_run_dir: Path, tmp_path: Path) -> None:
     partial = tmp_path / "partial"
     partial.mkdir()
-    (partial / EVENTS).write_bytes((small_run_dir / EVENTS).read_bytes())
+    for name in (EVENTS, "tasks.gz"):  # (the run's stream splices its tasks' events from tasks.gz)
+        (partial / name).write_bytes((small_run_dir / name).read_bytes())
     (partial / "program.json").write_bytes((small_run_dir / "program.json").read_bytes())
     with pytest.raises(InputError, match="did not finish"):
         export_html(partial, tmp_path / "x.html", progress=False)
