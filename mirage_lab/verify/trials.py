@@ -6,8 +6,9 @@ RMSNorm b1), paid again by every worker of a pool or cluster. ``SharedTrials`` l
 that needs a trial evaluate it and write its arrays to ``/dev/shm`` (under a lock, so the others wait rather than
 evaluate it too); every other process maps the files read-only, which costs neither the time nor a second copy of
 the memory. The files are named by what determines the trials (the program, the field, the seed, the trial), so a
-reader gets exactly what it would have evaluated. The process that wrote them removes them when it exits (a reader
-that has mapped them keeps its view), and the search's parent removes them when the search ends.
+reader gets exactly what it would have evaluated. The folder is the user's own (mode 0700); one another user owns
+or could write is never read, since the trials decide what verifies. The process that wrote them removes them when
+it exits (a reader that has mapped them keeps its view), and the search's parent removes them when the search ends.
 """
 
 from __future__ import annotations
@@ -52,10 +53,13 @@ class SharedTrials:
         """Trial ``trial``'s inputs, outputs and digests: mapped from this machine's copy, or evaluated (and written
         for the others) when no process has yet."""
         folder = self.dir / str(trial)
+        with contextlib.suppress(OSError):
+            self.dir.mkdir(mode=0o700, exist_ok=True)
+        if not self._ours():  # another user's (or a planted) folder: trust nothing in it, evaluate here
+            return evaluate()
         got = self._read(folder)
         if got is not None:
             return got
-        self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.dir / f"{trial}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process evaluates; the others wait for its files
             got = self._read(folder)
@@ -66,6 +70,15 @@ class SharedTrials:
                 self._write(folder, value)
                 atexit.register(self.remove)
             return value
+
+    def _ours(self) -> bool:
+        """Whether the folder is this user's and no one else may write it (as the caches are: mode 0700). The
+        trials decide what verifies, so files another user could have placed are never read."""
+        try:
+            st = self.dir.lstat()
+        except OSError:
+            return False
+        return self.dir.is_dir() and not self.dir.is_symlink() and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -54,3 +54,26 @@ def test_the_writer_removes_its_files_when_it_exits(tmp_path: Path) -> None:
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1" and not any(tmp_path.iterdir())
+
+
+def test_a_folder_others_could_write_is_never_read(tmp_path: Path) -> None:
+    """The trials decide what verifies, so shared ones are read only from the user's own 0700 folder: planted files
+    in a folder anyone may write are ignored and the program is evaluated here."""
+    v = Verifier(small_rmsnorm(), trials=1)
+    key = shared_key(v)
+    folder = tmp_path / f"mirage-lab-trials-{key}"
+    folder.mkdir()
+    folder.chmod(0o777)
+    (folder / "0").mkdir()
+    (folder / "0" / "meta.json").write_text('{"ins": 0, "outs": 0, "digests": []}')  # planted: no outputs at all
+    v.shared = SharedTrials(key, tmp_path)
+    evaluated: list[int] = []
+    real = v._evaluate
+
+    def counted(*args: object, **kw: object) -> object:
+        evaluated.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    v._evaluate = counted  # type: ignore[method-assign,assignment]
+    assert v.check(small_rmsnorm()).equivalent and not v.check(_fused_wrong()).equivalent
+    assert evaluated and len(v.program(0)[1]) == 1  # evaluated here, not read from the planted folder
