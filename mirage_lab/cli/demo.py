@@ -59,8 +59,8 @@ def speed_sections(cpu: pd.DataFrame, timings_dir: Path = TIMINGS_DIR) -> dict[s
     interpreter's table, kept for what it shows (agreement), without a speed-up column."""
     keys = cpu[["program", "batch"]].drop_duplicates()
     model = with_speedups(cpu[["program", "batch", "graph", "proxy_us"]].assign(median_us=cpu["proxy_us"]))
-    out = {MODEL_SECTION: model.drop(columns="median_us").rename(columns={"proxy_us": "model_us",
-                                                           "speed-up vs unfused": "model speed-up"}).round(2)}
+    names = {"proxy_us": "model_us", "speed-up vs unfused": "model speed-up"}
+    out = {MODEL_SECTION: model.drop(columns="median_us").rename(columns=names).round(2)}
     for path in sorted(timings_dir.glob("*.csv")) if timings_dir.is_dir() else ():
         measured = _gpu_rows(path, keys)
         if measured is not None:
@@ -78,11 +78,11 @@ def batch_note(cpu: pd.DataFrame) -> str:
     """Why a program has rows at several batch sizes (``DEMO_BATCHES``) and another at one."""
     batches = cpu.groupby("program", sort=False)["batch"].unique()
     several = [f"{p} at batch {' and '.join(map(str, b))}" for p, b in batches.items() if len(b) > 1]
-    single = [str(p) for p, b in batches.items() if len(b) == 1]
+    single = [f"{p} at batch {b[0]}" for p, b in batches.items() if len(b) == 1]
     if not several:
         return ""
     return (f"Rows per batch size: {', '.join(several)} (the batch-sensitive programs: their fused kernels tile "
-            f"the batch differently)" + (f"; {', '.join(single)} at batch 1 only." if single else "."))
+            f"the batch differently)" + (f"; {', '.join(single)} only." if single else "."))
 
 
 def _gpu_rows(path: Path, keys: pd.DataFrame) -> pd.DataFrame | None:
