@@ -473,10 +473,12 @@ class _Search:
             res = done.get(ev["task"])
             if res is None:
                 stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
-                cands.extend(self._slices.get(ev["task"], {}).get("candidates", ()))  # verified before the stop
                 family = self._families.get(ev["task"], {})
-                cands.extend(family.get("head", {}).get("candidates", ()))
-                cands.extend(c for k in sorted(family.get("parts", {})) for c in family["parts"][k]["candidates"])
+                unfinished = [self._slices.get(ev["task"], {}), family.get("head", {}),
+                              *(family["parts"][k] for k in sorted(family.get("parts", {})))]
+                for part in unfinished:  # what they verified before the stop, and the worker time they took
+                    cands.extend(part.get("candidates", ()))
+                    self.report.add_seconds(part.get("seconds", {}))
                 continue
             merged.append(ev["task"])
             self.report.add_summary(res["summary"])
