@@ -53,7 +53,14 @@ from mirage_lab.search.config import SearchConfig, as_config
 from mirage_lab.search.decision import KernelOp
 from mirage_lab.search.enumerate import Enumerator, resumable
 from mirage_lab.search.events import SearchReport, merge_verdicts
-from mirage_lab.search.executor import SerialExecutor, check_executor, executor_workers, make_executor, stop
+from mirage_lab.search.executor import (
+    SerialExecutor,
+    Submitter,
+    check_executor,
+    executor_workers,
+    make_executor,
+    stop,
+)
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.profile import model_seconds, select
 from mirage_lab.search.result import SearchResult, selection_of
@@ -319,6 +326,8 @@ class _Search:
         slicing = not in_order and resumable(self.config)
         run_dir = str(self.folder.path) if self.folder is not None else None
         workers = max(1, window // 2)
+        submit = Submitter(executor)
+        program, config = submit.share(self.program_doc), submit.share(self.config_doc)
         subqueue: deque[tuple[int, list[int]]] = deque()  # (task, its sub-tasks in one call), before ``queue``
         while True:
             while (subqueue or queue) and len(inflight) < window:  # budgets are checked as results arrive, in order
@@ -328,9 +337,9 @@ class _Search:
                 if subqueue:
                     i, ks = subqueue.popleft()
                     subs = self._families[i]["subtasks"]
-                    inflight[executor.submit(run_batch, self.program_doc, self.config_doc, [i] * len(ks),
-                                             [subs[k][0] for k in ks], [subs[k][1] for k in ks], run_dir, deadline,
-                                             self.t0, bound, [None] * len(ks), ks)] = ("subs", i, ks)
+                    inflight[submit(run_batch, program, config, [i] * len(ks), [subs[k][0] for k in ks],
+                                    [subs[k][1] for k in ks], run_dir, deadline, self.t0, bound, [None] * len(ks),
+                                    ks)] = ("subs", i, ks)
                     continue
                 i = queue.popleft()
                 sliced = slicing and i not in self._slices
@@ -341,16 +350,14 @@ class _Search:
                                       math.inf if self._slice_s is None else self._slice_s)
                     while queue and queue[0] not in self._slices and len(batch) < most:
                         batch.append(queue.popleft())
-                    inflight[executor.submit(run_batch, self.program_doc, self.config_doc, batch,
-                                             [front.tasks[j][0] for j in batch], [front.tasks[j][1] for j in batch],
-                                             run_dir, deadline, self.t0, bound, [SLICE_STATES] * len(batch),
-                                             [None] * len(batch))] = ("tasks", batch)
+                    inflight[submit(run_batch, program, config, batch, [front.tasks[j][0] for j in batch],
+                                    [front.tasks[j][1] for j in batch], run_dir, deadline, self.t0, bound,
+                                    [SLICE_STATES] * len(batch), [None] * len(batch))] = ("tasks", batch)
                     continue
                 parent, prefix = front.tasks[i]
                 resume = self._slices[i]["resume"] if i in self._slices else None
-                inflight[executor.submit(run_task, self.program_doc, self.config_doc, i, parent, prefix, run_dir,
-                                         deadline, self.t0, bound, SLICE_STATES if sliced else None,
-                                         resume, resume is not None)] = ("task", i, sliced)
+                inflight[submit(run_task, program, config, i, parent, prefix, run_dir, deadline, self.t0, bound,
+                                SLICE_STATES if sliced else None, resume, resume is not None)] = ("task", i, sliced)
             if not inflight:
                 return
             finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)

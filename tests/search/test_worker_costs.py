@@ -134,3 +134,45 @@ def test_a_released_verifier_holds_nothing_and_still_checks() -> None:
     v.release()
     assert v.cached_bytes() == 0
     assert v.check(program).equivalent and v.cached_bytes() > 0
+
+
+def test_a_workers_context_is_found_by_its_documents_text_and_still_by_their_meaning() -> None:
+    """A call's documents come unpickled afresh: equal documents find the same context without parsing the program
+    again, reordered ones (the same program and settings) still find it, and other settings build another."""
+    import copy
+    import json
+
+    program_doc, config_doc = graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict()
+    first = task_context(program_doc, config_doc)
+    assert task_context(copy.deepcopy(program_doc), copy.deepcopy(config_doc)) is first
+    reordered = json.loads(json.dumps(config_doc, sort_keys=True))
+    reordered = dict(reversed(list(reordered.items())))
+    assert task_context(program_doc, reordered) is first
+    other = preset("mlp", **{**SMALL, "max_block_ops": 7}).to_dict()
+    assert task_context(program_doc, other) is not first
+
+
+CALLS: list[int] = []
+
+
+def _count(doc: dict[str, list[int]]) -> int:
+    CALLS.append(len(doc["a"]))
+    return len(doc["a"])
+
+
+def test_a_dask_executor_gets_the_documents_once_and_every_call_unhashed() -> None:
+    """Dask hashes a call's arguments into its key unless told ``pure=False`` (3 ms a call for a search's
+    documents), and would then run equal calls once; the documents every call repeats go to the workers once."""
+    distributed = pytest.importorskip("distributed")
+    from mirage_lab.search.executor import SerialExecutor, Submitter
+
+    plain = Submitter(SerialExecutor())
+    assert plain.share(doc := {"a": [1, 2]}) is doc and plain(_count, doc).result() == 2
+    CALLS.clear()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        submit = Submitter(client.get_executor())
+        shared = submit.share({"a": [1, 2, 3]})
+        assert isinstance(shared, distributed.Future)
+        assert [submit(_count, shared).result() for _ in range(2)] == [3, 3]
+    assert CALLS == [3, 3]  # two calls ran: none was taken for the other's result
