@@ -19,11 +19,22 @@ replay). The replay follows the runner's policy, event by event, with these cost
 * ``--trials worker`` (what the code does): each worker evaluates the program's trials at its first call that
   verifies a candidate; ``once``: the trials are evaluated once and shared, overlapped with the workers' start.
 
+* ``--call-ms``: what each call costs its worker beyond its recorded seconds (an executor's own work: arguments,
+  results); ``--cores``: the workers and the parent share that many cores (a local cluster), so the wall time is at
+  least their CPU seconds over the cores.
+
 It prints the projected wall time and speed-up per W, and the bound that flattens the curve: the work shared
 out, the longest call, or the parent (frontier, hand-outs, results, merge).
 
+``--cluster NAME:BATCH`` runs the search on a 2-worker Dask ``LocalCluster`` beside the replay of its record (made
+on the same machine) and measures the parent's and the workers' CPU; for a complete record it gives the executor's
+own costs per call (``calibration``), the ``--overhead-ms`` and ``--call-ms`` to replay another program with.
+
     .venv/bin/python benchmarks/scaling.py --record gqa:1 --time-limit 600   # a recorded run
     .venv/bin/python benchmarks/scaling.py [--workers 1,2,8,...,256] [--json out.json] [--html plot.html]
+    .venv/bin/python benchmarks/scaling.py --cluster ntrans:1 --costs data/task_costs/xeon   # per-call costs
+    .venv/bin/python benchmarks/scaling.py --cluster lora:1 --costs data/task_costs/xeon --overhead-ms 3.7 \
+        --call-ms 3.7 --cores 2
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ import argparse
 import heapq
 import json
 import math
+import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -115,12 +128,32 @@ def batch_size(pending: int, workers: int, most: int, each_s: float | None = Non
 CALL_S, EACH_WEIGHT = 0.25, 0.1
 
 
+@dataclass(frozen=True)
+class Replay:
+    """What ``replay`` projects: the wall time, the calls handed out, and the CPU seconds of the workers (their
+    calls) and of the parent (frontier, hand-outs, results, merge)."""
+
+    wall_s: float
+    calls: int
+    workers_cpu_s: float
+    parent_cpu_s: float
+
+
 def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
-             batched: bool | None = None) -> float:
-    """The projected wall time of ``run`` on ``workers`` workers: the runner's hand-out replayed event by event
+             batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None) -> float:
+    """``replay(...).wall_s``."""
+    return replay(run, workers, overhead_s, start_s, trials, batched, call_s=call_s, cores=cores).wall_s
+
+
+def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
+           batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None) -> Replay:
+    """The projected run of ``run`` on ``workers`` workers: the runner's hand-out replayed event by event
     (slices in order, several per call when ``batched``; continuations at the back; sub-tasks first, in batches),
-    the parent one serial thread (``overhead_s`` per hand-out, ``run.parent_s`` per result). A version-1 record
-    (the runner before issue 37) replays one task per call unless ``batched`` says otherwise."""
+    the parent one serial thread (``overhead_s`` per hand-out, ``run.parent_s`` per result), each call costing its
+    worker ``call_s`` beyond its recorded seconds (an executor's own work per call: arguments, results). With
+    ``cores``, the workers and the parent share that many cores, so the wall time is at least their CPU seconds
+    over ``cores`` (a 2-worker cluster on a 2-core machine); without, each has a core of its own. A version-1
+    record (the runner before issue 37) replays one task per call unless ``batched`` says otherwise."""
     if batched is None:
         batched = run.extra.get("version", 2) == 2
     frontier = run.frontier_s + (max(0.0, run.trials_s - start_s) if trials == "once" else 0.0)
@@ -134,6 +167,7 @@ def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, tri
     each: float | None = None  # the runner's running estimate of a batched slice's seconds
     idle: list[int] = []  # workers with nothing to take, since a time no later than the event at hand
     sched, end = frontier, frontier
+    calls, work = 0, 0.0
     while events:
         t, _, w, done, results = heapq.heappop(events)
         if results:  # the parent takes the results (``runner._task_result``), which may queue more calls
@@ -166,14 +200,22 @@ def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, tri
                     finished.append(queue.popleft())
                 units = [run.tasks[i].slice for i, _ in finished]
             sched = max(sched, t) + overhead_s
-            cost = sum(s for s, _ in units)
+            cost = sum(s for s, _ in units) + call_s
             if trials == "worker" and w not in paid and any(v for _, v in units):
                 paid.add(w)
                 cost += run.trials_s
             seq += 1
+            calls += 1
+            work += cost
             heapq.heappush(events, (sched + cost, seq, w, finished, len(units)))
             end = max(end, sched + cost)
-    return max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
+    wall = max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
+    parent = run.frontier_s + calls * overhead_s + len(run.tasks_s) * run.parent_s + run.finish_s
+    if trials == "once":
+        work += run.trials_s
+    if cores is not None:
+        wall = max(wall, (work + parent) / cores)
+    return Replay(wall, calls, work, parent)
 
 
 def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
@@ -194,12 +236,12 @@ def bounds(run: Recorded, workers: int, overhead_s: float, start_s: float) -> di
 
 
 def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, start_s: float,
-          trials: str = "worker") -> pd.DataFrame:
+          trials: str = "worker", call_s: float = 0.0) -> pd.DataFrame:
     rows = []
     for run in runs:
-        one = simulate(run, 1, overhead_s, start_s, trials)
+        one = simulate(run, 1, overhead_s, start_s, trials, call_s=call_s)
         for w in workers:
-            wall = simulate(run, w, overhead_s, start_s, trials)
+            wall = simulate(run, w, overhead_s, start_s, trials, call_s=call_s)
             b = bounds(run, w, overhead_s, start_s)
             limit = max(b, key=lambda k: b[k])
             rows.append({"run": run.name, "tasks": len(run.tasks), "calls": len(run.tasks_s),
@@ -242,9 +284,12 @@ def record(spec: str, time_limit: float, out_dir: Path) -> Path:
     return path
 
 
-def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_s: float) -> dict[str, Any]:
+def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, call_s: float = 0.0,
+            cores: int | None = None) -> dict[str, Any]:
     """Search ``name:batch`` on a 2-worker Dask ``LocalCluster`` and set its wall time beside the replay's figure
-    for 2 workers of the recorded run (``costs/<name>_bs<batch>.json``)."""
+    for 2 workers of the recorded run (``costs/<name>_bs<batch>.json``, recorded serially on the same machine),
+    replayed with ``overhead_s`` per hand-out, ``call_s`` per call and ``cores`` shared. It also gives what this
+    run measured per call (``calibration``): the figures to replay *another* program's run with."""
     from dask.distributed import Client, LocalCluster
 
     import mirage_lab as ml
@@ -260,20 +305,58 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, start_
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
                 Client(lc) as client:
             client.run(lambda: __import__("mirage_lab.search.task"))  # (the workers' imports: their start, not timed)
+            executor, calls = _counting(client.get_executor())
+            workers_cpu, parent_cpu = client.run(_cpu_s), _cpu_s()  # (the parent holds the client and the scheduler)
             t = time.perf_counter()
-            res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name],
-                                   executor=client.get_executor(), run_dir=runs, progress=False,
-                                   time_limit_s=time_limit)
+            res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name], executor=executor,
+                                   run_dir=runs, progress=False, time_limit_s=time_limit)
             wall = time.perf_counter() - t
+            parent_cpu = _cpu_s() - parent_cpu
+            workers_cpu = sum(client.run(_cpu_s).values()) - sum(workers_cpu.values())
     finally:
         shutil.rmtree(runs, ignore_errors=True)
-    replay = simulate(run, 2, overhead_s, 0.0, "once")  # (workers started before the clock; trials shared)
+    projected = replay(run, 2, overhead_s, 0.0, "once", call_s=call_s, cores=cores)  # (workers started; trials shared)
     return {"run": run.name, "workers": 2, "executor": "dask LocalCluster(n_workers=2, threads_per_worker=1)",
-            "measured_s": round(wall, 2), "replay_s": round(replay, 2), "off_by": round(wall / replay - 1, 3),
+            "measured_s": round(wall, 2), "replay_s": round(projected.wall_s, 2),
+            "off_by": round(wall / projected.wall_s - 1, 3),
+            "replay": {"overhead_ms": overhead_s * 1e3, "call_ms": call_s * 1e3, "cores": cores,
+                       "calls": projected.calls, "workers_cpu_s": round(projected.workers_cpu_s, 1),
+                       "parent_cpu_s": round(projected.parent_cpu_s, 1)},
             "stop": res.report.stop_reason, "states": res.report.states, "verified": res.report.verified,
             "best": res.best.hash if res.best is not None else None, "recorded_states": run.extra.get("states"),
-            "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}",
-            "time_limit_s": time_limit}
+            "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}", "time_limit_s": time_limit,
+            "calls": calls[0], "parent_cpu_s": round(parent_cpu, 1), "workers_cpu_s": round(workers_cpu, 1),
+            "calibration": calibration(run, calls[0], parent_cpu, workers_cpu) if run.complete else None,
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def calibration(run: Recorded, calls: int, parent_cpu: float, workers_cpu: float) -> dict[str, float]:
+    """The executor's own CPU per call, from a cluster run of a completely recorded program: the parent's beyond
+    its recorded frontier, results and merge (``--overhead-ms``), the workers' beyond the recorded calls and one
+    evaluation of the trials (``--call-ms``)."""
+    parent = parent_cpu - run.frontier_s - len(run.tasks_s) * run.parent_s - run.finish_s
+    work = workers_cpu - sum(run.tasks_s) - run.trials_s
+    return {"overhead_ms": round(max(0.0, parent) / max(1, calls) * 1e3, 3),
+            "call_ms": round(max(0.0, work) / max(1, calls) * 1e3, 3)}
+
+
+def _counting(executor: Any) -> tuple[Any, list[int]]:
+    """``executor`` counting its calls (its own type kept: the runner knows a Dask executor by it)."""
+    count = [0]
+    submit = executor.submit
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return submit(*args, **kwargs)
+
+    executor.submit = counted
+    return executor, count
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds, user and system."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Recorder:
@@ -358,6 +441,9 @@ def main() -> int:
     ap.add_argument("--costs", default=str(COSTS), help="folder of recorded task costs")
     ap.add_argument("--workers", default=",".join(map(str, WORKERS)), help="comma-separated worker counts")
     ap.add_argument("--overhead-ms", type=float, default=1.0, help="scheduler time per task, in ms")
+    ap.add_argument("--call-ms", type=float, default=0.0,
+                    help="a worker's own time per call beyond the recorded seconds (--cluster's calibration)")
+    ap.add_argument("--cores", type=int, help="cores the workers and the parent share (default: one each)")
     ap.add_argument("--worker-start-s", type=float, default=2.0, help="seconds for a worker to start, once")
     ap.add_argument("--trials", choices=("worker", "once"), default="worker",
                     help="the program's trials evaluated by every worker (the code), or once and shared")
@@ -368,7 +454,8 @@ def main() -> int:
         print(f"wrote {record(args.record, args.time_limit, Path(args.costs))}", file=sys.stderr)
         return 0
     if args.cluster:
-        row = cluster(args.cluster, args.time_limit, Path(args.costs), args.overhead_ms / 1e3, args.worker_start_s)
+        row = cluster(args.cluster, args.time_limit, Path(args.costs), args.overhead_ms / 1e3, args.call_ms / 1e3,
+                      args.cores)
         print(json.dumps(row))
         if args.json:
             Path(args.json).write_text(json.dumps(row, indent=1))
@@ -379,7 +466,7 @@ def main() -> int:
         return 1
     runs = [Recorded.load(p) for p in paths]
     frame = table(runs, tuple(int(w) for w in args.workers.split(",")), args.overhead_ms / 1e3, args.worker_start_s,
-                  args.trials)
+                  args.trials, args.call_ms / 1e3)
     print(frame.to_string(index=False))
     for run in runs:
         part = frame[frame["run"] == run.name]

@@ -75,3 +75,20 @@ def test_every_recorded_run_replays(tmp_path: Path) -> None:
                           "--html", str(tmp_path / "s.html")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "bounded by the" in out.stdout and (tmp_path / "s.html").stat().st_size > 1000
+
+
+def test_per_call_costs_and_shared_cores_by_hand() -> None:
+    """A call costs its worker ``call_s`` beyond its recorded seconds; with ``cores`` the workers and the parent
+    share them, so the wall time is at least their CPU over the cores; a cluster run's CPU gives back the costs."""
+    s = load()
+    even = whole(s, "even", 1.0, (1.0,) * 8, 9.0)
+    assert s.simulate(even, 2, 0.0, 0.0, batched=False, call_s=0.5) == pytest.approx(1.0 + 4 * 1.5)
+    shared = s.replay(even, 2, 0.1, 0.0, batched=False, cores=1)
+    assert shared.calls == 8 and shared.workers_cpu_s == pytest.approx(8.0)
+    assert shared.parent_cpu_s == pytest.approx(1.0 + 8 * 0.1)
+    assert shared.wall_s == pytest.approx(8.0 + 1.8)  # one core: every CPU second in turn
+    # two cores: the CPU bound (9.8 / 2) is below the replay's own figure, which stands
+    assert s.replay(even, 2, 0.1, 0.0, batched=False, cores=2).wall_s == s.simulate(even, 2, 0.1, 0.0, batched=False)
+    assert s.simulate(even, 2, 0.1, 0.0, batched=False) > (8.0 + 1.8) / 2
+    measured = s.calibration(even, 8, parent_cpu=1.0 + 8 * 0.002, workers_cpu=8.0 + 8 * 0.004)
+    assert measured == {"overhead_ms": pytest.approx(2.0), "call_ms": pytest.approx(4.0)}
