@@ -1,7 +1,8 @@
 """Exported notebooks stand on their own: every notebook, executed once per session (tests/notebooks/execute.py)
 and exported to HTML with nbconvert, opens from disk in chromium with the network cut, and each output that was a
-figure or a widget draws something — an SVG with shapes (a plotly figure: with its traces), a canvas, an image or
-a table with rows. Each such output's cell is saved as ``<screenshots>/exported/NN-cell-I.png``."""
+figure or a widget draws something — an SVG with shapes (a plotly figure: with its traces), a canvas, an image,
+a table with rows or (a finished progress bar) a ``<progress>``. Each such output's cell is saved as
+``<screenshots>/exported/NN-cell-I.png``."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ DRAWS = """(el) => {
         canvas: [...el.querySelectorAll("canvas")].filter(shown).length,
         img: [...el.querySelectorAll("img")].filter((i) => i.naturalWidth > 0 && shown(i)).length,
         rows: [...el.querySelectorAll("table tr")].filter((r) => r.querySelector("td") && shown(r)).length,
+        progress: [...el.querySelectorAll("progress")].filter(shown).length,
         height: el.getBoundingClientRect().height,
     };
 }"""
@@ -51,6 +53,8 @@ def figure_outputs(nb: Any) -> list[tuple[int, int]]:
 def draws_something(seen: dict[str, int]) -> bool:
     if seen["plots"]:
         return seen["traces"] == seen["plots"]
+    if seen["progress"]:  # a finished progress bar
+        return True
     return seen["height"] > 20 and (seen["svg"] + seen["canvas"] + seen["img"] + seen["rows"]) > 0
 
 
