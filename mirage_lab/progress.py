@@ -27,6 +27,7 @@ from mirage_lab.errors import InputError
 #: seconds between two progress lines when the output is not a terminal
 LINE_EVERY_S = 10.0
 MODES = ("bar", "lines", "none")
+BAR_WORDS = "{percentage:3.0f}% {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
 
 def in_notebook() -> bool:
@@ -91,6 +92,9 @@ class FinishedBar:
         self.widget = bar.container if bar.leave else None
         self.text = bar.format_meter(**{**bar.format_dict, "ascii": False})
         self.n, self.total = bar.n, bar.total
+        # beside a drawn <progress>, the words without tqdm's text bar
+        head = f"{bar.desc}: " if bar.desc else ""
+        self.words = head + bar.format_meter(**{**bar.format_dict, "bar_format": BAR_WORDS}) if bar.total else self.text
 
     def __repr__(self) -> str:
         return self.text
@@ -100,7 +104,7 @@ class FinishedBar:
             return {"text/plain": ""}
         meter = f'<progress value="{self.n}" max="{self.total}"></progress> ' if self.total else ""
         return {**self.widget._repr_mimebundle_(), "text/plain": self.text,
-                "text/html": f'<div class="mirage-progress">{meter}<code>{html.escape(self.text)}</code></div>'}
+                "text/html": f'<div class="mirage-progress">{meter}<code>{html.escape(self.words)}</code></div>'}
 
 
 class LineProgress:

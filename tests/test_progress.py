@@ -106,6 +106,6 @@ def test_a_notebook_bar_ends_as_its_finished_state_in_text_and_html(monkeypatch:
     (data,) = shown
     assert "application/vnd.jupyter.widget-view+json" in data
     assert str(data["text/plain"]).startswith("search: 100%") and "3/3" in str(data["text/plain"])
-    assert '<progress value="3" max="3"></progress>' in str(data["text/html"])
+    assert '<progress value="3" max="3"></progress> <code>search: 100% 3/3 [' in str(data["text/html"])
     _notebook_bar()(total=3, leave=False).close()  # a bar that leaves nothing leaves an empty output
     assert shown[-1] == {"text/plain": ""}
