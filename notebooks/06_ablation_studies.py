@@ -307,9 +307,9 @@ pruning.pivot_table(index="case", columns="pruning", values=["states", "seconds"
 mw.pruning_figure(BENCH)
 
 # %% [markdown]
-# **For a paper.** Every figure here is a plain plotly `Figure` (it shows in JupyterLab, VS Code, an HTML
-# export and on GitHub); `mw.save_figure` writes one as PDF, SVG or PNG in a print style (Liberation Sans,
-# sizes that read at 7 in wide, the Okabe–Ito colours that colour-blind readers tell apart). It needs
+# **For a paper.** Every figure here is a plain plotly `Figure` (it shows in JupyterLab, VS Code and an HTML
+# export, which embeds plotly.js once); `mw.save_figure` writes one as PDF, SVG or PNG in a print style
+# (Liberation Sans, sizes that read at 7 in wide, the Okabe–Ito colours that colour-blind readers tell apart). It needs
 # kaleido (the `lab` extra) and a Chrome or Chromium; `mirage-lab report RUN --figures DIR` does the same
 # for every figure of a search run.
 

@@ -16,7 +16,7 @@ import anywidget
 import traitlets
 
 from mirage_lab.widgets import draw
-from mirage_lab.widgets.display import check_widget_options
+from mirage_lab.widgets.display import StaticBeside, check_widget_options
 from mirage_lab.widgets.event_index import LABELS
 from mirage_lab.widgets.explorer_state import ExplorerState, colour
 from mirage_lab.widgets.svg import render_svg
@@ -25,7 +25,7 @@ from mirage_lab.widgets.viewer import STATIC, details_html
 DRAWING_CACHE = 64  # states whose partial-graph drawings are kept
 
 
-class SearchExplorer(anywidget.AnyWidget):
+class SearchExplorer(StaticBeside, anywidget.AnyWidget):
     """``SearchExplorer(result_or_run_dir)``: a cursor over the search's events, filters, the tree, and for the
     selected event its partial μGraph, abstract expression and the oracle's explanation."""
 
@@ -53,6 +53,15 @@ class SearchExplorer(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"SearchExplorer({self.state!r})"
+
+    def to_html(self) -> str:
+        """The current state, static (no script): the status, counters, tree, and the selected event's details
+        and partial μGraph."""
+        css = (STATIC / "explorer.css").read_text()
+        return (f'<div class="mx-explorer mx-static"><style>{css}</style><div class="mx-status">'
+                f'{html.escape(self.status)}</div><div class="mx-body"><div class="mx-left">{self.counters}'
+                f'<div class="mx-tree">{self.tree}</div></div><div class="mx-right"><div class="mx-details">'
+                f'{self.details}</div><div class="mx-svg">{self.svg}</div></div></div></div>')
 
     # ---- the same actions as the front end
     def step(self, n: int = 1) -> int:

@@ -10,6 +10,9 @@ Each figure has a companion ``*_frame`` that builds its table from the engine's 
   (label → SearchResult / SearchReport), ``ablation_figure``, ``pruning_figure``;
 * roofline — ``roofline_frame``, ``roofline_figure``;
 * print — ``save_figure`` / ``save_figures`` (PDF, SVG, PNG via kaleido), ``print_style``.
+
+In a Jupyter kernel, importing this module makes figures carry an HTML rendering beside the live one, so exported
+notebooks draw them (``plots_renderer``).
 """
 
 from .plots_ablation import (
@@ -21,9 +24,12 @@ from .plots_ablation import (
     sweep_frame,
 )
 from .plots_export import FORMATS, browser_path, print_style, save_figure, save_figures
+from .plots_renderer import use_exportable_renderer
 from .plots_roofline import ROOFLINE_COLUMNS, roofline_figure, roofline_frame
 from .plots_style import OKABE_ITO, PALETTE, ROLE_COLORS
 from .plots_timing import TIMING_COLUMNS, cost_model_timing_frame, speedup_figure, timing_figure, timing_frame
+
+use_exportable_renderer()
 
 __all__ = [
     "FORMATS",

@@ -19,7 +19,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from mirage_lab.widgets.display import check_widget_options
+from mirage_lab.widgets.display import StaticBeside, check_widget_options
 from mirage_lab.widgets.graph_view import GraphView
 
 STATIC = Path(__file__).parent / "static"
@@ -38,7 +38,7 @@ def details_html(details: dict[str, Any]) -> str:
     return f'<table class="mirage-details">{"".join(rows)}</table>'
 
 
-class MuGraphViewer(anywidget.AnyWidget):
+class MuGraphViewer(StaticBeside, anywidget.AnyWidget):
     """``MuGraphViewer(graph)``: click a custom kernel to open its block graph, a dashed chain for its thread graph."""
 
     _esm = STATIC / "viewer.js"
@@ -61,6 +61,16 @@ class MuGraphViewer(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"MuGraphViewer({self.view!r})"
+
+    def to_html(self) -> str:
+        """The current state, static (no script): breadcrumbs, the drawing, the details and the tiling cards."""
+        crumbs = self.crumbs
+        buttons = "".join(f'<span class="mirage-crumb{" current" if i == len(crumbs) - 1 else ""}">'
+                          f"{html.escape(c)}</span> " for i, c in enumerate(crumbs))
+        css = (STATIC / "viewer.css").read_text()
+        return (f'<div class="mirage-viewer mirage-static"><style>{css}</style><div class="mirage-crumbs">{buttons}'
+                f'</div><div class="mirage-main"><div class="mirage-drawing">{self.svg}<div class="mirage-tiling-'
+                f'panel">{self.tilings}</div></div><div class="mirage-side">{self.details}</div></div></div>')
 
     # ---- the same actions as the front end
     def click(self, element: str) -> str:

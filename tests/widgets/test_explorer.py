@@ -200,3 +200,15 @@ def test_a_result_without_a_run_folder_says_how_to_keep_one(small_run: SearchRes
     kept_nothing = SearchResult(small_run.program, small_run.config, small_run.candidates, small_run.report)
     with pytest.raises(InputError, match="run_dir="):
         ExplorerState(kept_nothing)
+
+
+def test_its_output_carries_a_static_copy_of_the_current_step_beside_the_widget(small_run_dir: Path) -> None:
+    """An exported notebook or GitHub shows the text/html: status, counters, tree, details and drawing."""
+    ex = SearchExplorer(small_run_dir, progress=False)
+    ex.jump("verified")
+    data, _ = ex._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.model_id
+    static = data["text/html"]
+    assert "<script" not in static and static.count("<svg") == ex.svg.count("<svg") >= 1
+    assert ex.status.split(" · ")[0] in static and ex.counters in static and ex.tree in static
+    assert "candidate:verified" in static

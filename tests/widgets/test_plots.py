@@ -210,3 +210,24 @@ def test_library_baselines_are_coloured_as_baselines() -> None:
     assert {role_of(g) for g in ("torch", "torch eager", "torch.compile", "SDPA")} == {"torch baseline"}
     assert role_of("fused (before)") == "hand-fused" and role_of("search best (before)") == "search best"
     assert role_of("single_lora") == "reference μGraph"
+
+
+def test_figures_in_jupyter_also_carry_html_for_exported_notebooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plotly's Jupyter default (JSON only) leaves exported pages blank: it gains the ``notebook`` renderer; a
+    renderer the user chose stays."""
+    import plotly.io as pio
+
+    from mirage_lab.widgets.plots_renderer import EXPORTABLE, JUPYTER_DEFAULT, use_exportable_renderer
+
+    monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
+    monkeypatch.setattr(pio.renderers, "default", JUPYTER_DEFAULT)
+    assert use_exportable_renderer() and pio.renderers.default == EXPORTABLE
+    fig = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {}}
+    bundle = {k: v for name in EXPORTABLE.split("+") for k, v in pio.renderers[name].to_mimebundle(fig).items()}
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html"} and "Plotly.newPlot" in bundle["text/html"]
+    for chosen in ("browser", "png", "plotly_mimetype+svg"):
+        monkeypatch.setattr(pio.renderers, "default", chosen)
+        assert not use_exportable_renderer() and pio.renderers.default == chosen
+    monkeypatch.setattr(pio.renderers, "default", JUPYTER_DEFAULT)
+    monkeypatch.setenv("PLOTLY_RENDERER", "plotly_mimetype")
+    assert not use_exportable_renderer() and pio.renderers.default == JUPYTER_DEFAULT
