@@ -96,6 +96,15 @@ class SearchExplorer(anywidget.AnyWidget):
             self.message = f"{type(e).__name__}: {e}"
 
     # ---- rendering
+    def to_html(self) -> str:
+        """A static snapshot of what the widget shows now (its CSS inline, no buttons or script): for a page or a
+        screenshot."""
+        css = "".join((STATIC / name).read_text() for name in ("viewer.css", "explorer.css"))
+        return (f'<div class="mx-explorer"><style>{css}</style><div class="mx-status">{html.escape(self.status)}</div>'
+                f'<div class="mx-body"><div class="mx-left">{self.counters}<div class="mx-tree">{self.tree}</div></div>'
+                f'<div class="mx-right"><div class="mx-details">{self.details}</div>'
+                f'<div class="mx-svg">{self.svg}</div></div></div></div>')
+
     def _refresh(self, keep_message: bool = False) -> None:
         st = self.state
         if not keep_message:
