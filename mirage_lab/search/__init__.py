@@ -4,6 +4,7 @@
     res.best.graph, res.report, res.to_frame()
 """
 
+from mirage_lab.search.ablation import ablate
 from mirage_lab.search.checks import CHECKS, checks_frame
 from mirage_lab.search.config import PRESETS, SearchConfig, preset
 from mirage_lab.search.decision import BlockOp, Close, Decision, KernelOp, OpenBlock
@@ -25,6 +26,6 @@ __all__ = ["CHECKS", "EVENTS", "LABELS", "OUTCOMES", "PRESETS", "PRUNE_REASONS",
            "BlockOp", "Close", "Decision",
            "Enumerator", "EventBlock", "KernelOp", "OpenBlock", "PartialGraph", "RunFolder", "RunLog", "SearchConfig",
            "SearchReport",
-           "SearchResult", "SearchSpaceWarning", "checks_frame", "events_file", "is_schema", "load_run",
+           "SearchResult", "SearchSpaceWarning", "ablate", "checks_frame", "events_file", "is_schema", "load_run",
            "partial_graph", "preset", "ranked_candidates", "run_folder_of", "schema_version", "search_tree",
            "space_gaps", "superoptimize"]
