@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirage_lab.absexpr import GraphExpressions, Oracle, Term, graph_expressions
-from mirage_lab.absexpr.normal import LimitReached, Normalizer
 from mirage_lab.errors import MirageError
 from mirage_lab.ir import KernelGraph
 
@@ -84,15 +83,9 @@ def _expressions(g: KernelGraph) -> GraphExpressions | None:
         return None
 
 
-def _normal_forms(normal: Normalizer, ex: GraphExpressions, tensors: Iterable[int]) -> dict[int, Any]:
+def _normal_forms(normal: Oracle, ex: GraphExpressions, tensors: Iterable[int]) -> dict[int, Any]:
     """Each tensor's normal form (interned: equal forms are one object), None past the limits."""
-    out: dict[int, Any] = {}
-    for t in tensors:
-        try:
-            out[t] = normal(ex.kernel[t]).poly
-        except LimitReached:
-            out[t] = None
-    return out
+    return {t: normal.normal_form(ex.kernel[t]) for t in tensors}
 
 
 def _produced(g: KernelGraph) -> list[int]:
@@ -104,7 +97,7 @@ def kernel_groups(left: KernelGraph, right: KernelGraph) -> list[KernelGroup] | 
     lex, rex = _expressions(left), _expressions(right)
     if lex is None or rex is None:
         return None
-    normal = Normalizer()
+    normal = Oracle(lex.outputs)  # for its normaliser: normal forms of the two sides' tensors, compared
     forms = [_normal_forms(normal, lex, _produced(left)), _normal_forms(normal, rex, _produced(right))]
     shared = {f for f in forms[0].values() if f is not None} & {f for f in forms[1].values() if f is not None}
     sets = _Sets()

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mirage_lab.absexpr import BY_NAME, Oracle, block_expressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
-from mirage_lab.ir.printer import AXES, dim_text
+from mirage_lab.ir import dim_text
 from mirage_lab.search import (
     BlockOp,
     Close,
@@ -65,7 +65,7 @@ def decision_text(d: Decision | list[Any] | None) -> str:
 def _grid_map(m: Iterable[int], grid: Iterable[int] | None) -> str:
     """``(x→1)``: the map's grid axes that the grid uses (all three when it does not say), φ for none."""
     used = [a for a, g in enumerate(grid) if g > 1] if grid is not None else [0, 1, 2]
-    pairs = [f"{AXES[a]}→{dim_text(v)}" for a, v in enumerate(m) if a in (used or [0])]
+    pairs = [f"{'xyz'[a]}→{dim_text(v)}" for a, v in enumerate(m) if a in (used or [0])]
     return f"({', '.join(pairs)})"
 
 

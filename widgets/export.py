@@ -28,8 +28,7 @@ from mirage_lab.codegen import ARCHS, CompileError, generate_cuda, nvcc_availabl
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir import plural, write_atomic
 from mirage_lab.optimize import HARDWARE, proxy_cost
-from mirage_lab.search import RunFolder, SearchReport, SearchResult, ranked_candidates, run_folder_of
-from mirage_lab.search.ablation import ABLATION_FILE
+from mirage_lab.search import ABLATION_FILE, RunFolder, SearchReport, SearchResult, ranked_candidates, run_folder_of
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
 from mirage_lab.widgets.inspector import VerificationInspector

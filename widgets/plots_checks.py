@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from mirage_lab.search.ablation import ALL_ON, read_ablation
+from mirage_lab.search import ALL_ON, read_ablation
 
 from .plots_style import PRUNING_COLORS, finish, fmt, require_columns
 
