@@ -261,7 +261,8 @@ with pd.option_context("display.max_colwidth", 80):
 
 # %%
 checks = ml.search.ablate(PROGRAM, preset("mlp", **SMALL, time_limit_s=60), ["order", "oracle", "cannot_close"])
-assert all(r["best"] == checks["rows"][0]["best"] for r in checks["rows"])  # switching a check off finds the same best
+best_us = [r["best_proxy_us"] for r in checks["rows"]]
+assert max(best_us) == min(best_us)  # with a check off the search finds a best as cheap (without order: a tie)
 mw.check_ablation_figure(checks, title="Three checks on and off (live, small RMSNorm)")
 
 # %%

@@ -67,7 +67,8 @@ def _ratio(off: float, on: float, lower: bool) -> str:
 def _hover(r: Any) -> str:
     state = "the configured search" if r.side == "on" else f"{r.check} switched off"
     return (f"<b>{r.check}</b>: {state}<br>{r.states:,} states in {fmt(r.wall_s, ' s')} ({r.stop})<br>{r.verified} "
-            f"verified; best {fmt(r.best_proxy_us, ' µs')} proxy" + ("" if r.same_best else " (a different best)"))
+            f"verified; best {fmt(r.best_proxy_us, ' µs')} proxy" + ("" if r.same_best else
+                                                                  " (its best is another μGraph)"))
 
 
 def check_ablation_figure(source: pd.DataFrame | Sweep, title: str = "Each search check on and off",

@@ -168,7 +168,7 @@ def test_check_ablation_marks_a_search_stopped_at_its_limit_as_a_lower_bound() -
     labels = dict(zip(off.y, off.text, strict=True))
     assert labels == {"oracle": "≥ ×54", "twin": "="}
     assert "≥: stopped at the 30 s limit" in fig.layout.title.text
-    assert "a different best" in next(t for t in fig.data if t.name == "check off").hovertext[0]
+    assert "its best is another μGraph" in next(t for t in fig.data if t.name == "check off").hovertext[0]
     with pytest.raises(ValueError, match="first row"):
         plots.check_ablation_frame({**_sweep(), "rows": _sweep()["rows"][1:]})  # type: ignore[index]
 
