@@ -54,15 +54,6 @@ class SearchExplorer(StaticBeside, anywidget.AnyWidget):
     def __repr__(self) -> str:
         return f"SearchExplorer({self.state!r})"
 
-    def to_html(self) -> str:
-        """The current state, static (no script): the status, counters, tree, and the selected event's details
-        and partial μGraph."""
-        css = (STATIC / "explorer.css").read_text()
-        return (f'<div class="mx-explorer mx-static"><style>{css}</style><div class="mx-status">'
-                f'{html.escape(self.status)}</div><div class="mx-body"><div class="mx-left">{self.counters}'
-                f'<div class="mx-tree">{self.tree}</div></div><div class="mx-right"><div class="mx-details">'
-                f'{self.details}</div><div class="mx-svg">{self.svg}</div></div></div></div>')
-
     # ---- the same actions as the front end
     def step(self, n: int = 1) -> int:
         i = self.state.step(n)
@@ -105,6 +96,16 @@ class SearchExplorer(StaticBeside, anywidget.AnyWidget):
             self.message = f"{type(e).__name__}: {e}"
 
     # ---- rendering
+    def to_html(self) -> str:
+        """A static snapshot of what the widget shows now (its CSS inline, no buttons or script): an exported
+        notebook's copy beside the live view (``StaticBeside``), a page, a screenshot."""
+        css = "".join((STATIC / name).read_text() for name in ("viewer.css", "explorer.css"))
+        return (f'<div class="mx-explorer mx-static"><style>{css}</style>'
+                f'<div class="mx-status">{html.escape(self.status)}</div>'
+                f'<div class="mx-body"><div class="mx-left">{self.counters}<div class="mx-tree">{self.tree}</div></div>'
+                f'<div class="mx-right"><div class="mx-details">{self.details}</div>'
+                f'<div class="mx-svg">{self.svg}</div></div></div></div>')
+
     def _refresh(self, keep_message: bool = False) -> None:
         st = self.state
         if not keep_message:

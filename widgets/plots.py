@@ -7,7 +7,8 @@ Each figure has a companion ``*_frame`` that builds its table from the engine's 
   (the same table from the proxy cost model, for machines without timings), ``timing_figure``,
   ``speedup_figure``;
 * ablations — ``search_bench_frame`` / ``pruning_frame`` (benchmarks/search.py JSON), ``sweep_frame``
-  (label → SearchResult / SearchReport), ``ablation_figure``, ``pruning_figure``;
+  (label → SearchResult / SearchReport), ``ablation_figure``, ``pruning_figure``; by check —
+  ``check_ablation_frame`` / ``check_ablation_figure`` (each named check on and off, ``mirage-lab ablate``);
 * roofline — ``roofline_frame``, ``roofline_figure``;
 * print — ``save_figure`` / ``save_figures`` (PDF, SVG, PNG via kaleido), ``print_style``.
 
@@ -23,6 +24,7 @@ from .plots_ablation import (
     search_bench_frame,
     sweep_frame,
 )
+from .plots_checks import CHECK_ABLATION_COLUMNS, check_ablation_figure, check_ablation_frame
 from .plots_export import FORMATS, browser_path, print_style, save_figure, save_figures
 from .plots_renderer import use_exportable_renderer
 from .plots_roofline import ROOFLINE_COLUMNS, roofline_figure, roofline_frame
@@ -32,6 +34,7 @@ from .plots_timing import TIMING_COLUMNS, cost_model_timing_frame, speedup_figur
 use_exportable_renderer()
 
 __all__ = [
+    "CHECK_ABLATION_COLUMNS",
     "FORMATS",
     "OKABE_ITO",
     "PALETTE",
@@ -41,6 +44,8 @@ __all__ = [
     "TIMING_COLUMNS",
     "ablation_figure",
     "browser_path",
+    "check_ablation_figure",
+    "check_ablation_frame",
     "cost_model_timing_frame",
     "print_style",
     "pruning_figure",

@@ -12,7 +12,6 @@ asked, once per graph and architecture; without nvcc or cuobjdump the panel says
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,30 @@ STATIC = Path(__file__).parent / "static"
 
 
 def details_html(details: dict[str, Any]) -> str:
-    """A two-column table of a selection's details."""
+    """A two-column table of a selection's details; a dict value (a candidate's verification) is a table too."""
     rows = []
     for k, v in details.items():
-        if isinstance(v, list):  # one item a line (an oracle-prune event's children, the rules)
-            cell = "<br>".join(html.escape(str(x)) for x in v)
-        else:
-            cell = html.escape(json.dumps(v) if isinstance(v, dict) else str(v))
+        # a list one item a line (an oracle-prune event's children, the rules)
+        cell = "<br>".join(html.escape(str(x)) for x in v) if isinstance(v, list) else _value_html(v)
         cls = ' class="mirage-expr"' if k == "expression" else ""
         rows.append(f"<tr><th>{html.escape(k)}</th><td{cls}>{cell}</td></tr>")
     return f'<table class="mirage-details">{"".join(rows)}</table>'
+
+
+def _value_html(v: Any, seconds: bool = False) -> str:
+    """A value in words: a dict as a small key/value table (nested dicts inside), numbers to 4 digits, the
+    ``timings`` in milliseconds."""
+    if isinstance(v, dict):
+        rows = "".join(f"<tr><th>{html.escape(str(k).replace('_', ' '))}</th>"
+                       f"<td>{_value_html(x, seconds or k == 'timings')}</td></tr>" for k, x in v.items())
+        return f'<table class="mirage-subtable">{rows}</table>'
+    if seconds and isinstance(v, int | float):
+        return f"{v * 1e3:.3g} ms"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list | tuple):
+        return html.escape(", ".join(map(str, v)) or "(none)")
+    return html.escape("(none)" if v is None else str(v))
 
 
 class MuGraphViewer(StaticBeside, anywidget.AnyWidget):
