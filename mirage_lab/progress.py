@@ -5,10 +5,15 @@ A tqdm bar redraws itself with carriage returns; written to a file or a CI log, 
 Jupyter) only when stderr is a terminal or the code runs in a notebook kernel; elsewhere it writes one
 plain line every ``LINE_EVERY_S`` seconds, and one when the work ends. ``MIRAGE_LAB_PROGRESS`` overrides
 the choice: ``bar``, ``lines`` or ``none``.
+
+In a notebook the bar's output ends as the finished bar in text and HTML too (``NotebookBar``): the widget's
+text is the 0 % it started at, which is what a saved or exported notebook would otherwise show.
 """
 
 from __future__ import annotations
 
+import functools
+import html
 import os
 import sys
 import time
@@ -22,6 +27,7 @@ from mirage_lab.errors import InputError
 #: seconds between two progress lines when the output is not a terminal
 LINE_EVERY_S = 10.0
 MODES = ("bar", "lines", "none")
+BAR_WORDS = "{percentage:3.0f}% {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
 
 def in_notebook() -> bool:
@@ -51,9 +57,54 @@ def progress(iterable: Iterable[Any] | None = None, *, desc: str = "", total: fl
     """A tqdm-like progress reporter (``update``, ``close``, ``n``, iteration, ``with``) for this output."""
     mode = "none" if disable else progress_mode()
     if mode == "bar":
-        return tqdm(iterable, desc=desc, total=total, unit=unit, initial=initial, **bar_options)
+        bar = _notebook_bar() if in_notebook() else tqdm
+        return bar(iterable, desc=desc, total=total, unit=unit, initial=initial, **bar_options)
     return LineProgress(iterable, desc=desc, total=total, unit=unit, initial=initial, quiet=mode == "none",
                         scale=bool(bar_options.get("unit_scale")))
+
+
+@functools.cache
+def _notebook_bar() -> type:
+    """tqdm's notebook bar, shown under a display id so that closing it can replace its output's static part."""
+    import IPython.display
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    class NotebookBar(notebook_tqdm):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, display=False, **kwargs)
+            self._output = None if self.disable else IPython.display.display(self.container, display_id=True)
+            self.displayed = True  # a ``delay`` must not display it a second time
+
+        def close(self) -> None:
+            super().close()
+            output, self._output = getattr(self, "_output", None), None
+            if output is not None:
+                output.update(FinishedBar(self))
+
+    return NotebookBar
+
+
+class FinishedBar:
+    """A closed notebook bar's output: the widget (when it stays, ``leave=True``) beside its last state as text
+    and as a static HTML bar."""
+
+    def __init__(self, bar: Any) -> None:
+        self.widget = bar.container if bar.leave else None
+        self.text = bar.format_meter(**{**bar.format_dict, "ascii": False})
+        self.n, self.total = bar.n, bar.total
+        # beside a drawn <progress>, the words without tqdm's text bar
+        head = f"{bar.desc}: " if bar.desc else ""
+        self.words = head + bar.format_meter(**{**bar.format_dict, "bar_format": BAR_WORDS}) if bar.total else self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.widget is None:
+            return {"text/plain": ""}
+        meter = f'<progress value="{self.n}" max="{self.total}"></progress> ' if self.total else ""
+        return {**self.widget._repr_mimebundle_(), "text/plain": self.text,
+                "text/html": f'<div class="mirage-progress">{meter}<code>{html.escape(self.words)}</code></div>'}
 
 
 class LineProgress:

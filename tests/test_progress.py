@@ -83,3 +83,29 @@ def test_byte_counts_read_as_sizes_on_lines_too() -> None:
     assert out.getvalue().startswith("190kB/190kB (100 %)")
     assert isinstance(progress(total=10, unit="B", unit_scale=True, disable=True), LineProgress)
     assert progress(total=10, unit="B", unit_scale=True, disable=True).scale
+
+
+def test_a_notebook_bar_ends_as_its_finished_state_in_text_and_html(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A saved or exported notebook shows where the bar ended, not the 0 % its widget was first shown at."""
+    pytest.importorskip("ipywidgets")
+    import IPython.display
+
+    from mirage_lab.progress import _notebook_bar
+
+    shown: list[dict[str, object]] = []
+
+    class Output:
+        def update(self, obj: object) -> None:
+            shown.append(obj._repr_mimebundle_())  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(IPython.display, "display", lambda *_, **__: Output())
+    bar = _notebook_bar()(total=3, desc="search", unit="task")
+    bar.update(3)
+    bar.close()
+    bar.close()
+    (data,) = shown
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert str(data["text/plain"]).startswith("search: 100%") and "3/3" in str(data["text/plain"])
+    assert '<progress value="3" max="3"></progress> <code>search: 100% 3/3 [' in str(data["text/html"])
+    _notebook_bar()(total=3, leave=False).close()  # a bar that leaves nothing leaves an empty output
+    assert shown[-1] == {"text/plain": ""}

@@ -9,6 +9,7 @@ evidence, cost estimates, timing tables); it computes nothing a script could not
     mw.VerificationInspector(ml.verify(candidate, program))
     mw.GraphDiff(a, b, labels=("found", "reference"))
     mw.timing_figure(...), mw.ablation_figure(...), mw.roofline_figure(...)   # plotly Figures
+    mw.check_ablation_figure("runs/<run>/ablation.json")   # each check on and off (mirage-lab ablate)
     mw.save_figure(fig, "ablation.pdf")    # PDF, SVG or PNG in a print style
     mw.export_html(result, "report.html")   # every view, static, for sharing
 """
@@ -16,11 +17,13 @@ evidence, cost estimates, timing tables); it computes nothing a script could not
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer import SearchExplorer
 from mirage_lab.widgets.explorer_state import ExplorerState
-from mirage_lab.widgets.export import export_html, run_figures
+from mirage_lab.widgets.export import ablation_sweep, export_html, run_figures
 from mirage_lab.widgets.graph_view import GraphView
 from mirage_lab.widgets.inspector import VerificationInspector
 from mirage_lab.widgets.plots import (
     ablation_figure,
+    check_ablation_figure,
+    check_ablation_frame,
     cost_model_timing_frame,
     print_style,
     pruning_figure,
@@ -46,6 +49,9 @@ __all__ = [
     "SearchExplorer",
     "VerificationInspector",
     "ablation_figure",
+    "ablation_sweep",
+    "check_ablation_figure",
+    "check_ablation_frame",
     "cost_model_timing_frame",
     "export_html",
     "print_style",

@@ -1,12 +1,17 @@
 """Side-by-side diff of two candidate μGraphs: a structural table and the two listings.
 
-``GraphDiff(left, right, labels=(…, …))`` pairs the kernels of two kernel graphs (a sequence
-alignment on their op names, so graphs of different kernel counts still line up), then compares
-each pair field by field: the op, operand and result types, attributes and, for customized
-kernels, the grid, block dim, forloop range, reduction_dimx, shared memory, each loader's DTensor,
-imap and fmap, the block ops, and each saver's omap. ``to_frame()`` gives one row per compared
-field (kernel, what, left, right, same). The listings (``format_kernel_graph``) are aligned by
-``difflib`` with changed lines highlighted. Headless state: ``changed_only`` hides equal rows.
+``GraphDiff(left, right, labels=(…, …))`` pairs the kernels of two kernel graphs by their *role*
+(``diff_roles``: what each contributes to the outputs, by abstract expression; graph output i meets
+output i). Kernels whose groups run the same ops pair one to one and compare field by field: the op,
+operand and result types, attributes and, for customized kernels, the grid, block dim, forloop range,
+reduction_dimx, shared memory, each loader's DTensor, imap and fmap, the block ops, and each saver's
+omap. A group one side fuses (the program's ``rms_norm`` + ``matmul`` against one customized kernel)
+shows what each side launches, then one row per op of the less fused side naming the ops of the
+other side that compute it (``computes rms_norm``: ``k0 rms_norm`` ↔ ``k0 s2 accum_rms``). Graphs
+without abstract expressions fall back to a sequence alignment of op names. ``to_frame()`` gives
+one row per compared field (kernel, what, left, right, same). The listings (``format_kernel_graph``)
+are aligned by ``difflib`` with changed lines highlighted. Headless state: ``changed_only`` hides
+equal rows.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from mirage_lab.ir import (
     smem_bytes,
     summary,
 )
+from mirage_lab.widgets.diff_roles import KernelGroup, kernel_groups, roles, units
 from mirage_lab.widgets.display import LiveOrStatic
 
 __all__ = ["DiffRow", "GraphDiff", "ListingRow", "align_kernels", "listing_rows", "structural_rows"]
@@ -170,14 +176,64 @@ def _compare(scope: str, left: dict[str, str], right: dict[str, str]) -> list[Di
 
 
 def structural_rows(left: Any, right: Any) -> list[DiffRow]:
-    """Graph-level rows, then one block of rows per aligned kernel pair."""
+    """Graph-level rows, then one block of rows per group of kernels that play the same role."""
     lg, rg = _graph(left), _graph(right)
     rows = _compare("graph", graph_facts(lg), graph_facts(rg))
-    lk, rk = lg.compute_nodes, rg.compute_nodes
-    for i, j in align_kernels(lg, rg):
-        lf = kernel_facts(lg, lk[i]) if i is not None else {}
-        rf = kernel_facts(rg, rk[j]) if j is not None else {}
-        rows += _compare(_scope(i, j), lf, rf)
+    groups = kernel_groups(lg, rg)
+    if groups is None:  # no abstract expressions: kernels paired by their op names
+        return rows + [r for i, j in align_kernels(lg, rg) for r in _pair_rows(lg, rg, i, j)]
+    for group in groups:
+        lops = [lg.compute_nodes[k].op for k in group.left]
+        if lops == [rg.compute_nodes[k].op for k in group.right]:
+            rows += [r for i, j in zip(group.left, group.right, strict=True) for r in _pair_rows(lg, rg, i, j)]
+        elif not group.left or not group.right:
+            rows += [r for i, j in itertools.zip_longest(group.left, group.right) for r in _pair_rows(lg, rg, i, j)]
+        else:
+            rows += _fusion_rows(lg, rg, group)
+    return rows
+
+
+def _pair_rows(lg: KernelGraph, rg: KernelGraph, i: int | None, j: int | None) -> list[DiffRow]:
+    lf = kernel_facts(lg, lg.compute_nodes[i]) if i is not None else {}
+    rf = kernel_facts(rg, rg.compute_nodes[j]) if j is not None else {}
+    return _compare(_scope(i, j), lf, rf)
+
+
+def _kernels_text(g: KernelGraph, kernels: Sequence[int]) -> str:
+    return ", ".join(f"k{k} {g.compute_nodes[k].op.value}" for k in kernels)
+
+
+def _launch_facts(g: KernelGraph, k: int) -> dict[str, str]:
+    """A customized kernel's launch, loads and saves, one row each (the other side has no such kernel)."""
+    node = g.compute_nodes[k]
+    bg = node.body
+    if bg is None:
+        return {}
+    launch = (f"grid {bg.grid} block {bg.block} forloop {bg.forloop_range} reduction_dimx {bg.reduction_dimx} "
+              f"smem {smem_bytes(bg)} B")
+    loads = "; ".join(f"d{d} → s{n.outputs[0]}:{bg.tensors[n.outputs[0]]} imap {map_text(n.attr('imap'))} "
+                      f"fmap {dim_text(n.attr('fmap'))}" for d, n in zip(node.inputs, bg.loaders, strict=True))
+    saves = "; ".join(f"s{n.inputs[0]} → d{d} omap {map_text(n.attr('omap'))}"
+                      for d, n in zip(node.outputs, bg.savers, strict=True))
+    return {f"k{k} launch": launch, f"k{k} loads": loads or NONE, f"k{k} saves": saves or NONE}
+
+
+def _fusion_rows(lg: KernelGraph, rg: KernelGraph, group: KernelGroup) -> list[DiffRow]:
+    """Kernels one side fuses differently: what each side launches, then which op computes which role."""
+    scope = f"{'+'.join(f'k{k}' for k in group.left)} ↔ {'+'.join(f'k{k}' for k in group.right)}"
+    rows = [DiffRow(scope, "kernels", _kernels_text(lg, group.left), _kernels_text(rg, group.right))]
+    for k in group.left:
+        rows += [DiffRow(scope, what, text, ABSENT) for what, text in _launch_facts(lg, k).items()]
+    for k in group.right:
+        rows += [DiffRow(scope, what, ABSENT, text) for what, text in _launch_facts(rg, k).items()]
+    flip = len(group.right) > len(group.left)  # the roles are the ops of the less fused side
+    sides = (units(rg, group.right), units(lg, group.left)) if flip else \
+        (units(lg, group.left), units(rg, group.right))
+    for role in roles(*sides):
+        parts = ", ".join(u.name + (" (= its value)" if u.name in role.whole else "") for u in role.parts) or ABSENT
+        mine = role.unit.name if role.unit is not None else ABSENT
+        what = f"computes {role.unit.op}" if role.unit is not None else "computes"
+        rows.append(DiffRow(scope, what, parts, mine) if flip else DiffRow(scope, what, mine, parts))
     return rows
 
 

@@ -27,6 +27,20 @@ class LiveOrStatic:
         return {**view._repr_mimebundle_(), **data}
 
 
+class StaticBeside:
+    """Mixin for an ipywidget (first in the bases): its mimebundle carries ``to_html()``, a static rendering of the
+    current state, beside the widget view. JupyterLab shows the live view; an exported page (nbconvert without a
+    saved widget state), GitHub or a plain console shows the static one instead of nothing."""
+
+    def to_html(self) -> str:
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        live = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        data, metadata = live if isinstance(live, tuple) else (live or {}, {})  # anywidget's: (data, metadata)
+        return {**data, "text/html": self.to_html()}, metadata
+
+
 def check_widget_options(widget_class: Any, options: dict[str, Any]) -> None:
     """Extra keywords of an anywidget view go to ipywidgets as traits (``layout=…``); traitlets would only warn
     about a mistyped one, so name it here instead."""

@@ -16,7 +16,7 @@ import anywidget
 import traitlets
 
 from mirage_lab.widgets import draw
-from mirage_lab.widgets.display import check_widget_options
+from mirage_lab.widgets.display import StaticBeside, check_widget_options
 from mirage_lab.widgets.event_index import LABELS
 from mirage_lab.widgets.explorer_state import ExplorerState, colour
 from mirage_lab.widgets.svg import render_svg
@@ -25,7 +25,7 @@ from mirage_lab.widgets.viewer import STATIC, details_html
 DRAWING_CACHE = 64  # states whose partial-graph drawings are kept
 
 
-class SearchExplorer(anywidget.AnyWidget):
+class SearchExplorer(StaticBeside, anywidget.AnyWidget):
     """``SearchExplorer(result_or_run_dir)``: a cursor over the search's events, filters, the tree, and for the
     selected event its partial μGraph, abstract expression and the oracle's explanation."""
 
@@ -96,6 +96,16 @@ class SearchExplorer(anywidget.AnyWidget):
             self.message = f"{type(e).__name__}: {e}"
 
     # ---- rendering
+    def to_html(self) -> str:
+        """A static snapshot of what the widget shows now (its CSS inline, no buttons or script): an exported
+        notebook's copy beside the live view (``StaticBeside``), a page, a screenshot."""
+        css = "".join((STATIC / name).read_text() for name in ("viewer.css", "explorer.css"))
+        return (f'<div class="mx-explorer mx-static"><style>{css}</style>'
+                f'<div class="mx-status">{html.escape(self.status)}</div>'
+                f'<div class="mx-body"><div class="mx-left">{self.counters}<div class="mx-tree">{self.tree}</div></div>'
+                f'<div class="mx-right"><div class="mx-details">{self.details}</div>'
+                f'<div class="mx-svg">{self.svg}</div></div></div></div>')
+
     def _refresh(self, keep_message: bool = False) -> None:
         st = self.state
         if not keep_message:

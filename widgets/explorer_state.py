@@ -18,6 +18,7 @@ import pandas as pd
 
 from mirage_lab.absexpr import BY_NAME, Oracle, block_expressions, graph_expressions
 from mirage_lab.errors import InputError, MirageError
+from mirage_lab.ir import dim_text
 from mirage_lab.search import (
     BlockOp,
     Close,
@@ -51,13 +52,21 @@ def decision_text(d: Decision | list[Any] | None) -> str:
     d = Decision.from_json(d)
     if isinstance(d, KernelOp):
         return f"kernel op {d.op}({', '.join(f'd{i}' for i in d.inputs)}){_attrs(d.attributes)}"
-    if isinstance(d, OpenBlock):
-        return (f"open a custom kernel on {', '.join(f'd{i}' for i in d.inputs)}: grid {d.grid}, for-loop "
-                f"×{d.frange}, imaps {list(d.imaps)}, fmaps {list(d.fmaps)}")
+    if isinstance(d, OpenBlock):  # each input with its imap first: a narrow tree cuts the end of a line
+        loads = ", ".join(f"d{i} imap {_grid_map(m, d.grid)} fmap {dim_text(f)}"
+                          for i, m, f in zip(d.inputs, d.imaps, d.fmaps, strict=True))
+        return f"custom kernel on {loads}; grid {d.grid}, for-loop ×{d.frange}"
     if isinstance(d, BlockOp):
         return f"block op {d.op}({', '.join(f's{i}' for i in d.inputs)}){_attrs(d.attributes)}"
     assert isinstance(d, Close)
-    return f"close the block graph: save with omap {d.omap}"
+    return f"close the block graph: save with omap {_grid_map(d.omap, None)}"
+
+
+def _grid_map(m: Iterable[int], grid: Iterable[int] | None) -> str:
+    """``(x→1)``: the map's grid axes that the grid uses (all three when it does not say), φ for none."""
+    used = [a for a, g in enumerate(grid) if g > 1] if grid is not None else [0, 1, 2]
+    pairs = [f"{'xyz'[a]}→{dim_text(v)}" for a, v in enumerate(m) if a in (used or [0])]
+    return f"({', '.join(pairs)})"
 
 
 def _pruned_what(ev: dict[str, Any]) -> str:

@@ -28,11 +28,12 @@ from mirage_lab.codegen import ARCHS, CompileError, generate_cuda, nvcc_availabl
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir import plural, write_atomic
 from mirage_lab.optimize import HARDWARE, proxy_cost
-from mirage_lab.search import RunFolder, SearchReport, SearchResult, ranked_candidates
+from mirage_lab.search import ABLATION_FILE, RunFolder, SearchReport, SearchResult, ranked_candidates, run_folder_of
 from mirage_lab.widgets.diff import GraphDiff
 from mirage_lab.widgets.explorer_state import ExplorerState, colour, decision_text
 from mirage_lab.widgets.inspector import VerificationInspector
 from mirage_lab.widgets.plots import ablation_figure, roofline_figure, sweep_frame
+from mirage_lab.widgets.plots_checks import check_ablation_figure
 from mirage_lab.widgets.static_view import static_viewer_html
 
 CSS = """
@@ -82,12 +83,19 @@ def export_html(run: Any, path: str | os.PathLike[str], title: str | None = None
 
 
 def run_figures(run: Any, progress: bool = False) -> dict[str, go.Figure]:
-    """The figures of a finished search run's report (``export_html``'s plots), by name: ``ablation`` (states,
-    the time split and the best cost) and, when the run verified a μGraph, ``roofline`` (the program and the best
-    μGraph on H100, proxy). ``run``: a SearchResult or a run folder. Save them with ``save_figures``."""
+    """The figures of a finished search run for a paper, by name: ``ablation`` (states and time with each named
+    check on and off) when the run folder holds a sweep (``mirage-lab ablate RUN`` writes ``RUN/ablation.json``),
+    and, when the run verified a μGraph, ``roofline`` (the program's and the best μGraph's kernels on H100,
+    proxy). ``run``: a SearchResult or a run folder. Save them with ``save_figures``."""
     st = ExplorerState(run, progress=progress)
-    result, report, ranked = _finished(st)
-    return _figures(st, report, ranked, result.get("costs", {}))
+    _, _, ranked = _finished(st)
+    return _figures(st, ranked)
+
+
+def ablation_sweep(run: Any) -> Path | None:
+    """The run folder's ablation sweep (``ABLATION_FILE``), or None when none was written."""
+    path = run_folder_of(run, "find its ablation sweep") / ABLATION_FILE
+    return path if path.is_file() else None
 
 
 def _finished(st: ExplorerState) -> tuple[dict[str, Any], SearchReport, list[Any]]:
@@ -215,16 +223,19 @@ def _path(st: ExplorerState, best: Any) -> str:
     return f'<ol class="mx-path">{"".join(items)}</ol>'
 
 
-def _figures(st: ExplorerState, report: SearchReport, ranked: list[Any],
-             costs: dict[str, float]) -> dict[str, go.Figure]:
-    res = SearchResult(st.program, st.config, ranked, report, st.path, costs)
-    figs = {"ablation": ablation_figure(sweep_frame({"this run": res}),
-                                        title="This run: states, time split, best cost")}
+def _figures(st: ExplorerState, ranked: list[Any]) -> dict[str, go.Figure]:
+    figs = {}
+    sweep = ablation_sweep(st.path)
+    if sweep is not None:
+        figs["ablation"] = check_ablation_figure(sweep)
     if ranked:
         figs["roofline"] = roofline_figure({"program": st.program, "best": ranked[0].graph}, "H100")
     return figs
 
 
 def _plots(st: ExplorerState, report: SearchReport, ranked: list[Any], costs: dict[str, float]) -> str:
-    figs = _figures(st, report, ranked, costs).values()
+    """This run's states, time split and best cost (one run: not an ablation), then the paper figures."""
+    res = SearchResult(st.program, st.config, ranked, report, st.path, costs)
+    this_run = ablation_figure(sweep_frame({"this run": res}), title="This run: states, time split, best cost")
+    figs = [this_run, *_figures(st, ranked).values()]
     return "".join(fig.to_html(full_html=False, include_plotlyjs=(i == 0)) for i, fig in enumerate(figs))

@@ -7,9 +7,13 @@ Each figure has a companion ``*_frame`` that builds its table from the engine's 
   (the same table from the proxy cost model, for machines without timings), ``timing_figure``,
   ``speedup_figure``;
 * ablations — ``search_bench_frame`` / ``pruning_frame`` (benchmarks/search.py JSON), ``sweep_frame``
-  (label → SearchResult / SearchReport), ``ablation_figure``, ``pruning_figure``;
+  (label → SearchResult / SearchReport), ``ablation_figure``, ``pruning_figure``; by check —
+  ``check_ablation_frame`` / ``check_ablation_figure`` (each named check on and off, ``mirage-lab ablate``);
 * roofline — ``roofline_frame``, ``roofline_figure``;
 * print — ``save_figure`` / ``save_figures`` (PDF, SVG, PNG via kaleido), ``print_style``.
+
+In a Jupyter kernel, importing this module makes figures carry an HTML rendering beside the live one, so exported
+notebooks draw them (``plots_renderer``).
 """
 
 from .plots_ablation import (
@@ -20,12 +24,17 @@ from .plots_ablation import (
     search_bench_frame,
     sweep_frame,
 )
+from .plots_checks import CHECK_ABLATION_COLUMNS, check_ablation_figure, check_ablation_frame
 from .plots_export import FORMATS, browser_path, print_style, save_figure, save_figures
+from .plots_renderer import use_exportable_renderer
 from .plots_roofline import ROOFLINE_COLUMNS, roofline_figure, roofline_frame
 from .plots_style import OKABE_ITO, PALETTE, ROLE_COLORS
 from .plots_timing import TIMING_COLUMNS, cost_model_timing_frame, speedup_figure, timing_figure, timing_frame
 
+use_exportable_renderer()
+
 __all__ = [
+    "CHECK_ABLATION_COLUMNS",
     "FORMATS",
     "OKABE_ITO",
     "PALETTE",
@@ -35,6 +44,8 @@ __all__ = [
     "TIMING_COLUMNS",
     "ablation_figure",
     "browser_path",
+    "check_ablation_figure",
+    "check_ablation_frame",
     "cost_model_timing_frame",
     "print_style",
     "pruning_figure",

@@ -7,7 +7,7 @@ Every point is a proxy estimate (``CostEstimate``), never a measurement; the fig
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -27,6 +27,8 @@ LEVELS = {"dram": "dram_bytes_per_s", "l2": "l2_bytes_per_s", "smem": "smem_byte
 ROOFLINE_COLUMNS = ("graph", "kernel", "node", "level", "op", "shape", "dram_bytes", "l2_bytes", "smem_bytes",
                     "tensor_flops", "vector_flops", "flops", "est_us", "bound", "hardware")
 Graphish: TypeAlias = KernelGraph | KernelGraphBuilder | BlockGraph | CostEstimate
+#: frame level → plotly marker symbol and the sign the subtitle names it by
+MARKERS = {"kernel": ("circle", "●"), "block": ("diamond", "◆")}
 
 
 def _estimates(graphs: Graphish | Mapping[str, Graphish], hardware: str) -> dict[str, CostEstimate]:
@@ -84,30 +86,51 @@ def roofline_frame(graphs: Graphish | Mapping[str, Graphish], hardware: str = "H
 
 
 def _ceilings(fig: go.Figure, hw: Any, level: str, x_lo: float, x_hi: float) -> None:
-    """The roofline: bandwidth × intensity up to the tensor-core peak (solid) and the CUDA-core peak (dashed)."""
+    """The roofline in TFLOP/s: bandwidth × intensity up to the tensor-core peak (solid) and the CUDA-core peak
+    (dashed)."""
     bw = getattr(hw, LEVELS[level])
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 200)
     for peak, name, dash in ((hw.flops_per_s, "tensor-core peak", "solid"),
-                             (hw.vector_flops_per_s, "CUDA-core (fp32) peak", "dash")):
-        fig.add_trace(go.Scatter(x=xs, y=np.minimum(peak, xs * bw), mode="lines", name=f"{name} {peak / 1e12:.3g} "
-                                 f"TFLOP/s", line={"color": "#444", "dash": dash, "width": 1.5},
-                                 hovertemplate=f"{name}<br>{level.upper()} {bw / 1e12:.3g} TB/s<br>"
-                                 "%{x:.3g} FLOP/B → %{y:.3s}FLOP/s<extra></extra>"))
+                             (hw.vector_flops_per_s, "CUDA-core peak (fp32)", "dash")):
+        fig.add_trace(go.Scatter(x=xs, y=np.minimum(peak, xs * bw) / 1e12, mode="lines",
+                                 name=f"{name}, {peak / 1e12:.3g} TFLOP/s", line={"color": "#444", "dash": dash,
+                                 "width": 1.5}, hovertemplate=f"{name}<br>{level.upper()} {bw / 1e12:.3g} TB/s<br>"
+                                 "%{x:.3g} FLOP/byte → %{y:.3g} TFLOP/s<extra></extra>"))
+
+
+def _label_positions(xs: Sequence[float], ys: Sequence[float]) -> list[str]:
+    """Above or below each point, alternating among points close on the log-log plane, so labels of
+    neighbouring points do not print over each other."""
+    pos: list[str] = []
+    placed: list[tuple[float, float, str]] = []
+    for x, y in zip(xs, ys, strict=True):
+        lx, ly = math.log10(x), math.log10(y)
+        near = [p for px, py, p in placed if abs(px - lx) < 0.6 and abs(py - ly) < 0.4]
+        side = "bottom center" if near and near[-1] == "top center" else "top center"
+        pos.append(side)
+        placed.append((lx, ly, side))
+    return pos
+
+
+def _point_label(r: Any) -> str:
+    """``#3 matmul`` (kernel node 3, as the viewer numbers it) or ``#2·div`` (a block op of custom kernel #2)."""
+    return f"#{r.kernel} {r.op}" if r.level == "kernel" else f"#{r.kernel}·{r.op}"
 
 
 def _hover(r: Any, level: str) -> str:
     where = f"kernel {r.kernel}" + ("" if r.level == "kernel" else f", block op {fmt(r.node)}")
     return (f"<b>{r.graph}</b>: {r.op} {r.shape} ({where}, {r.bound})<br>{fmt(r.flops / 1e6, ' MFLOP')} · DRAM "
             f"{fmt(r.dram_bytes / 1e6, ' MB')} · L2 {fmt(r.l2_bytes / 1e6, ' MB')} · smem "
-            f"{fmt(r.smem_bytes / 1e6, ' MB')}<br>{level.upper()} intensity {fmt(getattr(r, f'ai_{level}'))} FLOP/B"
+            f"{fmt(r.smem_bytes / 1e6, ' MB')}<br>{level.upper()} intensity {fmt(getattr(r, f'ai_{level}'))} FLOP/byte"
             f"<br>est. {fmt(r.est_us, ' µs')} → {fmt(r.flops_per_s / 1e12)} TFLOP/s (proxy)")
 
 
 def roofline_figure(source: pd.DataFrame | Graphish | Mapping[str, Graphish], hardware: str = "H100",
                     level: str = "dram", per: str = "kernel", widget: bool = False) -> go.Figure | go.FigureWidget:
-    """Log-log roofline for one architecture and memory level: a point per kernel or op (one colour per
-    μGraph) at (intensity, implied FLOP/s), under the ceilings. Points with no FLOPs, no bytes at
-    ``level`` or no time cannot sit on a log axis; the subtitle counts them."""
+    """Log-log roofline for one architecture and memory level: a labelled point per kernel (``#3 matmul``) or op
+    (one colour per μGraph) at (intensity in FLOP/byte, implied TFLOP/s), under the ceilings. Points with no
+    FLOPs, no bytes at ``level`` or no time cannot sit on a log axis; the subtitle counts them, and names the
+    marker of each level drawn (● kernel, ◆ block op)."""
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     df = source if isinstance(source, pd.DataFrame) else roofline_frame(source, hardware, per)
@@ -119,14 +142,19 @@ def roofline_figure(source: pd.DataFrame | Graphish | Mapping[str, Graphish], ha
     hw = hardware_preset(hws[0])
     ok = df[(df[f"ai_{level}"] > 0) & (df["flops_per_s"] > 0)]
     fig = go.Figure()
+    where = pd.Series(_label_positions(list(ok[f"ai_{level}"]), list(ok["flops_per_s"])), index=ok.index, dtype=object)
     for i, (label, g) in enumerate(ok.groupby("graph", sort=False)):
         color = ROLE_COLORS.get(role_of(str(label)), PALETTE[i % len(PALETTE)]) if str(label) in (
             "unfused", "fused", "torch", "search best") else PALETTE[i % len(PALETTE)]
-        symbols = ["circle" if lv == "kernel" else "diamond" for lv in g["level"]]
-        fig.add_trace(go.Scatter(x=g[f"ai_{level}"], y=g["flops_per_s"], mode="markers", name=str(label),
-                                 marker={"color": color, "size": 10, "symbol": symbols, "line": {"width": 1,
-                                         "color": "white"}}, hovertext=[_hover(r, level) for r in g.itertuples()],
-                                 hoverinfo="text"))
+        for lv, rows in g.groupby("level", sort=False):
+            x, y = rows[f"ai_{level}"], rows["flops_per_s"] / 1e12
+            fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", name=str(label), legendgroup=str(label),
+                                     showlegend=lv == g["level"].iloc[0], text=[_point_label(r) for r in
+                                     rows.itertuples()], textposition=list(where[rows.index]),
+                                     textfont={"size": 11, "color": color}, cliponaxis=False,
+                                     marker={"color": color, "size": 10, "symbol": MARKERS[str(lv)][0],
+                                             "line": {"width": 1, "color": "white"}},
+                                     hovertext=[_hover(r, level) for r in rows.itertuples()], hoverinfo="text"))
     xs = ok[f"ai_{level}"]
     ridge = hw.flops_per_s / getattr(hw, LEVELS[level])
     lo = min(xs.min() if len(xs) else 1.0, ridge) / 4
@@ -134,8 +162,13 @@ def roofline_figure(source: pd.DataFrame | Graphish | Mapping[str, Graphish], ha
     _ceilings(fig, hw, level, lo, hi)
     hidden = len(df) - len(ok)
     note = f"; {hidden} row(s) with no FLOPs or no {level.upper()} bytes not shown" if hidden else ""
-    fig.update_xaxes(type="log", title_text=f"arithmetic intensity (FLOP per {level.upper()} byte)")
-    fig.update_yaxes(type="log", title_text="FLOP/s implied by the estimate", exponentformat="SI")
+    drawn = " ".join(f"{MARKERS[lv][1]} {lv if lv == 'kernel' else 'block op'}" for lv in MARKERS
+                     if (ok["level"] == lv).any())
+    fig.update_xaxes(type="log", dtick=1, tickformat="~g", title_text=f"arithmetic intensity (FLOP/byte, "
+                     f"{level.upper()})")
+    fig.update_yaxes(type="log", dtick=1, tickformat="~g", title_text="TFLOP/s implied by the estimate")
+    fig.update_layout(legend={"x": 0.99, "xanchor": "right", "y": 0.02, "yanchor": "bottom",
+                              "bgcolor": "rgba(255,255,255,0.85)", "font": {"size": 11}})
     title = (f"Roofline on {hw.name} ({level.upper()} {getattr(hw, LEVELS[level]) / 1e12:.3g} TB/s) — proxy "
-             f"estimates, not measurements<br><sup>● kernel ◆ block op{note}</sup>")
+             f"estimates, not measurements<br><sup>points: {drawn}{note}</sup>")
     return finish(fig, title, height=520, widget=widget)

@@ -12,33 +12,46 @@ asked, once per graph and architecture; without nvcc or cuobjdump the panel says
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
-from mirage_lab.widgets.display import check_widget_options
+from mirage_lab.widgets.display import StaticBeside, check_widget_options
 from mirage_lab.widgets.graph_view import GraphView
 
 STATIC = Path(__file__).parent / "static"
 
 
 def details_html(details: dict[str, Any]) -> str:
-    """A two-column table of a selection's details."""
+    """A two-column table of a selection's details; a dict value (a candidate's verification) is a table too."""
     rows = []
     for k, v in details.items():
-        if isinstance(v, list):  # one item a line (an oracle-prune event's children, the rules)
-            cell = "<br>".join(html.escape(str(x)) for x in v)
-        else:
-            cell = html.escape(json.dumps(v) if isinstance(v, dict) else str(v))
+        # a list one item a line (an oracle-prune event's children, the rules)
+        cell = "<br>".join(html.escape(str(x)) for x in v) if isinstance(v, list) else _value_html(v)
         cls = ' class="mirage-expr"' if k == "expression" else ""
         rows.append(f"<tr><th>{html.escape(k)}</th><td{cls}>{cell}</td></tr>")
     return f'<table class="mirage-details">{"".join(rows)}</table>'
 
 
-class MuGraphViewer(anywidget.AnyWidget):
+def _value_html(v: Any, seconds: bool = False) -> str:
+    """A value in words: a dict as a small key/value table (nested dicts inside), numbers to 4 digits, the
+    ``timings`` in milliseconds."""
+    if isinstance(v, dict):
+        rows = "".join(f"<tr><th>{html.escape(str(k).replace('_', ' '))}</th>"
+                       f"<td>{_value_html(x, seconds or k == 'timings')}</td></tr>" for k, x in v.items())
+        return f'<table class="mirage-subtable">{rows}</table>'
+    if seconds and isinstance(v, int | float):
+        return f"{v * 1e3:.3g} ms"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list | tuple):
+        return html.escape(", ".join(map(str, v)) or "(none)")
+    return html.escape("(none)" if v is None else str(v))
+
+
+class MuGraphViewer(StaticBeside, anywidget.AnyWidget):
     """``MuGraphViewer(graph)``: click a custom kernel to open its block graph, a dashed chain for its thread graph."""
 
     _esm = STATIC / "viewer.js"
@@ -61,6 +74,16 @@ class MuGraphViewer(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"MuGraphViewer({self.view!r})"
+
+    def to_html(self) -> str:
+        """The current state, static (no script): breadcrumbs, the drawing, the details and the tiling cards."""
+        crumbs = self.crumbs
+        buttons = "".join(f'<span class="mirage-crumb{" current" if i == len(crumbs) - 1 else ""}">'
+                          f"{html.escape(c)}</span> " for i, c in enumerate(crumbs))
+        css = (STATIC / "viewer.css").read_text()
+        return (f'<div class="mirage-viewer mirage-static"><style>{css}</style><div class="mirage-crumbs">{buttons}'
+                f'</div><div class="mirage-main"><div class="mirage-drawing">{self.svg}<div class="mirage-tiling-'
+                f'panel">{self.tilings}</div></div><div class="mirage-side">{self.details}</div></div></div>')
 
     # ---- the same actions as the front end
     def click(self, element: str) -> str:

@@ -9,6 +9,7 @@
     mirage-lab bench --programs rmsnorm gated_mlp     GPU timings, or the interpreter's on a CPU
     mirage-lab report runs/<run> --html run.html      a search run as one static HTML page
     mirage-lab report runs/<run> --figures figs/      its figures as PDF and SVG, styled for print
+    mirage-lab ablate runs/<run> --time-limit 60      its search again with each check off (the ablation figure)
     mirage-lab runs --remove --older-than 7d --keep-best   list run folders; remove old ones
 
 GRAPH arguments are described in ``mirage_lab/cli/sources.py`` (``mirage-lab search --help``).
@@ -149,7 +150,27 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", type=figure_formats, default=("pdf", "svg"), metavar="FMT[,FMT]",
                    help="figure formats for --figures: pdf, svg, png (default: pdf,svg)")
     p.add_argument("--reverify", action="store_true", help="verify the best μGraph afresh for the full evidence")
+    p.add_argument("--ablation", metavar="FILE", help="the ablation sweep to draw (default: RUN/ablation.json, "
+                   "written by mirage-lab ablate RUN)")
     p.set_defaults(func=demo.report)
+
+
+def _ablate_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ablate", help="run a search again with each named check switched off, one at a time; "
+                                      "writes the sweep report --figures draws",
+                       description="Run the search of RUN (its program and config) as configured, then once per "
+                                   "optional check it applies with that check off (SearchConfig.disabled_checks), "
+                                   "and write states, time and the best found to RUN/ablation.json.")
+    p.add_argument("run", help="a run folder (runs/<program>-<config>) of a finished search")
+    p.add_argument("--checks", nargs="+", metavar="NAME", help="only these checks (default: every optional check "
+                   "the config applies; mirage_lab.search.checks_frame() lists them)")
+    p.add_argument("--time-limit", type=positive_seconds, help="seconds per search (default 600); a search that hits "
+                   "it is drawn as a lower bound")
+    p.add_argument("--repeats", type=positive_int, default=1, help="runs per search, the fastest wall time kept")
+    p.add_argument("--executor", default="serial", help="serial (default: timings comparable run to run) or "
+                   "process (all cores)")
+    p.add_argument("--out", help="where to write the sweep (default: RUN/ablation.json, which report --figures reads)")
+    p.set_defaults(func=demo.ablate)
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:
@@ -173,11 +194,11 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="mirage-lab", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:10]))
+                                epilog=__doc__.split("\n\n")[1])  # every example line
     p.add_argument("--version", action="version", version=f"mirage-lab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (_demo_parser, _search_parser, _verify_parser, _codegen_parser, _bench_parser, _report_parser,
-                _runs_parser):
+                _ablate_parser, _runs_parser):
         add(sub)
     for command in sub.choices.values():  # the conventions every subcommand shares
         command.add_argument("-q", "--quiet", action="store_true", help="no progress bars; only errors are logged")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,13 +32,15 @@ from mirage_lab.codegen.triton.tuned import TIMINGS_DIR
 from mirage_lab.errors import InputError, MirageError
 from mirage_lab.ir.checkpoint import load_reference_checkpoint
 from mirage_lab.ir.io import write_atomic
-from mirage_lab.paths import input_dir, output_dir, output_file
+from mirage_lab.paths import input_dir, input_file, output_dir, output_file
 from mirage_lab.progress import progress
 from mirage_lab.semantics.interpret import interpret
 
 #: batch sizes of the fused-vs-unfused table (the attention and RMSNorm graphs are the batch-sensitive ones)
 DEMO_BATCHES = {"rmsnorm": (1, 8), "gqa": (1, 8)}
-MODEL_HARDWARE = "H100"  # the cost model's target in the demo's tables (the search ranks on it too)
+MODEL_HARDWARE = "H100"
+#: each search of ``mirage-lab ablate`` stops here unless --time-limit says otherwise (a run folder keeps no limit)
+ABLATION_TIME_LIMIT_S = 600.0  # the cost model's target in the demo's tables (the search ranks on it too)
 
 
 def fused_frame(names: list[str], repeats: int) -> pd.DataFrame:
@@ -170,21 +173,57 @@ def report(args: argparse.Namespace) -> int:
         out = output_file(args.html if args.html else run / "report.html", "HTML report")
         print(f"report written to {html_report(run, out, args.reverify)}")
     if args.figures is not None:
-        for path in figure_files(run, output_dir(args.figures, "figure folder (--figures)"), args.format):
+        from mirage_lab.search.ablation import ABLATION_FILE, optional_checks
+        from mirage_lab.search.run_folder import RunFolder
+
+        sweep = input_file(args.ablation, "ablation sweep (--ablation)") if args.ablation else None
+        for path in figure_files(run, output_dir(args.figures, "figure folder (--figures)"), args.format, sweep):
             print(f"figure written to {path}")
+        if sweep is None and not (run / ABLATION_FILE).is_file():
+            print(f"no ablation figure: {run} holds no ablation sweep. Make one with\n    mirage-lab ablate {run}"
+                  f"\n({len(optional_checks(RunFolder(run).config()))} checks: one search each with that check off, "
+                  "plus the search as configured; --time-limit caps each), then run this command again.",
+                  file=sys.stderr)
     return 0
 
 
-def figure_files(run_dir: Path, out: Path, formats: tuple[str, ...] = ("pdf", "svg")) -> list[Path]:
-    """Every figure of a run's report (``mirage_lab.widgets.run_figures``) saved to ``out/<name>.<format>`` in the
-    print style, all with one browser start."""
+def figure_files(run_dir: Path, out: Path, formats: tuple[str, ...] = ("pdf", "svg"),
+                 sweep: Path | None = None) -> list[Path]:
+    """Every figure of a run's paper figures (``mirage_lab.widgets.run_figures``: the roofline, and the ablation
+    when the run folder or ``sweep`` holds a sweep) saved to ``out/<name>.<format>`` in the print style, all with
+    one browser start."""
     try:
-        from mirage_lab.widgets import run_figures, save_figures
+        from mirage_lab.widgets import check_ablation_figure, run_figures, save_figures
     except ImportError as e:
         raise MirageError(f"figures need the notebook layer's packages ({e.name} is missing); "
                           "install them with: pip install -e '.[lab]'") from None
     figures = run_figures(run_dir)
-    return save_figures({out / f"{name}.{fmt}": fig for name, fig in figures.items() for fmt in formats})
+    if sweep is not None:
+        figures["ablation"] = check_ablation_figure(sweep)
+    files: dict[str | os.PathLike[str], Any] = {out / f"{n}.{fmt}": fig for n, fig in figures.items()
+                                                for fmt in formats}
+    return save_figures(files)
+
+
+def ablate(args: argparse.Namespace) -> int:
+    """``mirage-lab ablate RUN``: the run's search again with each optional check off, to RUN/ablation.json."""
+    from mirage_lab.search.ablation import ABLATION_FILE, optional_checks, write_ablation
+    from mirage_lab.search.ablation import ablate as sweep
+    from mirage_lab.search.run_folder import RunFolder
+
+    run = input_dir(args.run, "run folder")
+    folder = RunFolder(run)
+    config = folder.config()
+    config = config.replace(time_limit_s=args.time_limit or config.time_limit_s or ABLATION_TIME_LIMIT_S)
+    out = output_file(args.out if args.out else run / ABLATION_FILE, "ablation sweep (--out)")
+    checks = args.checks or optional_checks(config)
+    print(f"ablation of {run.name}: {len(checks) + 1} searches ({', '.join(checks)} off, and all on), each up to "
+          f"{config.time_limit_s:g} s, ×{args.repeats}", flush=True)
+    doc = sweep(folder.program(), config, checks, executor=args.executor, repeats=args.repeats,
+                log=lambda line: print(line, flush=True) if not args.quiet else None)
+    doc["command"] = "mirage-lab ablate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["ablate"] else ""
+    print(f"ablation sweep written to {write_ablation(doc, out)}")
+    return 0
 
 
 def demo(args: argparse.Namespace) -> int:

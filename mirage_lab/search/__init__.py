@@ -4,6 +4,7 @@
     res.best.graph, res.report, res.to_frame()
 """
 
+from mirage_lab.search.ablation import ABLATION_FILE, ALL_ON, ablate, read_ablation, write_ablation
 from mirage_lab.search.checks import CHECKS, checks_frame
 from mirage_lab.search.config import PRESETS, SearchConfig, preset
 from mirage_lab.search.decision import BlockOp, Close, Decision, KernelOp, OpenBlock
@@ -21,10 +22,9 @@ from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, space_gaps
 from mirage_lab.search.tree import run_folder_of, search_tree
 
-__all__ = ["CHECKS", "EVENTS", "LABELS", "OUTCOMES", "PRESETS", "PRUNE_REASONS", "SCHEMA_VERSION", "TIME_LIMIT_ENV",
-           "BlockOp", "Close", "Decision",
-           "Enumerator", "EventBlock", "KernelOp", "OpenBlock", "PartialGraph", "RunFolder", "RunLog", "SearchConfig",
-           "SearchReport",
-           "SearchResult", "SearchSpaceWarning", "checks_frame", "events_file", "is_schema", "load_run",
-           "partial_graph", "preset", "ranked_candidates", "run_folder_of", "schema_version", "search_tree",
-           "space_gaps", "superoptimize"]
+__all__ = ["ABLATION_FILE", "ALL_ON", "CHECKS", "EVENTS", "LABELS", "OUTCOMES", "PRESETS", "PRUNE_REASONS",
+           "SCHEMA_VERSION", "TIME_LIMIT_ENV", "BlockOp", "Close", "Decision", "Enumerator", "EventBlock",
+           "KernelOp", "OpenBlock", "PartialGraph", "RunFolder", "RunLog", "SearchConfig", "SearchReport",
+           "SearchResult", "SearchSpaceWarning", "ablate", "checks_frame", "events_file", "is_schema", "load_run",
+           "partial_graph", "preset", "ranked_candidates", "read_ablation", "run_folder_of", "schema_version",
+           "search_tree", "space_gaps", "superoptimize", "write_ablation"]

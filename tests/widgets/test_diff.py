@@ -8,6 +8,7 @@ import mirage_lab as ml
 from mirage_lab.search.runner import SearchResult
 from mirage_lab.verify.mutate import mutants
 from mirage_lab.widgets.diff import ABSENT, GraphDiff, align_kernels
+from mirage_lab.widgets.diff_roles import KernelGroup, kernel_groups
 
 PHI = -1
 
@@ -43,20 +44,52 @@ def test_identical_graphs_are_all_same() -> None:
     assert "mlw-replace" not in page.split("</style>")[1] and "<mark>" not in page
 
 
-def test_fused_vs_unfused_program_aligns_different_kernel_counts() -> None:
+def test_fused_vs_unfused_program_pairs_ops_by_role() -> None:
     fused, plain = ml.bench.fused.rmsnorm(), ml.bench.programs.rmsnorm()
     diff = GraphDiff(fused, plain, labels=("fused", "unfused"))
-    assert align_kernels(fused, plain) == [(0, 0), (None, 1)]
+    assert align_kernels(fused, plain) == [(0, 0), (None, 1)]  # the fallback without expressions
+    assert kernel_groups(fused, plain) == [KernelGroup((0,), (0, 1))]
     rows = {(r.kernel, r.what): r for r in diff.rows}
     assert rows["graph", "inputs"].same and rows["graph", "outputs"].same
     assert (rows["graph", "kernels"].left, rows["graph", "kernels"].right) == ("1", "2")
-    assert (rows["k0", "op"].left, rows["k0", "op"].right) == ("customized", "rms_norm")
-    assert (rows["k0", "grid"].left, rows["k0", "grid"].right) == ("(256, 1, 1)", ABSENT)
-    assert (rows["— ↔ k1", "op"].left, rows["— ↔ k1", "op"].right) == (ABSENT, "matmul")
-    assert not rows["— ↔ k1", "attrs"].same  # an absent kernel never equals a kernel without attrs
+    group = "k0 ↔ k0+k1"
+    assert (rows[group, "kernels"].left, rows[group, "kernels"].right) == ("k0 customized", "k0 rms_norm, k1 matmul")
+    assert rows[group, "k0 launch"].left.startswith("grid (256, 1, 1)") and rows[group, "k0 launch"].right == ABSENT
+    assert (rows[group, "computes rms_norm"].left, rows[group, "computes rms_norm"].right) == \
+        ("k0 s2 accum_rms", "k0 rms_norm[normalized_shape=(4096,)]")
+    assert rows[group, "computes matmul"].left == "k0 s3 matmul, k0 s4 accum_no_red, k0 s5 div (= its value)"
     assert {r.tag for r in diff.listing} >= {"equal", "replace", "delete"}
     page = diff.to_html()
     assert "<th>fused</th>" in page and "<th>unfused</th>" in page and "rms_norm" in page
+
+
+def test_program_vs_the_demos_best_shows_few_rows() -> None:
+    """The demo's best (a saved search best) against its program: the fusion in a few rows, not 27 of 29."""
+    best = ml.load(Path(__file__).parents[2] / "data" / "search_best" / "rmsnorm_bs1.json")
+    diff = GraphDiff(ml.bench.programs.rmsnorm(1), best, labels=("program", "best"))
+    assert len(diff.rows) <= 12 and len(diff.changed_rows) <= 9
+    roles = {r.what: (r.left, r.right) for r in diff.rows if r.what.startswith("computes")}
+    assert roles == {"computes rms_norm": ("k0 rms_norm[normalized_shape=(4096,)]", "k0 s2 accum_rms"),
+                     "computes matmul": ("k1 matmul", "k0 s3 matmul, k0 s4 accum_no_red, k0 s5 div (= its value)")}
+    assert GraphDiff(best, best).identical and GraphDiff(diff.left, ml.bench.programs.rmsnorm(1)).identical
+
+
+def test_one_imap_changed_shows_exactly_that_row() -> None:
+    def square(imap: tuple[int, int, int]) -> ml.KernelGraph:
+        g = ml.new_kernel_graph()
+        x = g.new_input(dims=(64, 64), dtype=ml.float16)
+        tb = ml.new_threadblock_graph(grid_dim=(4, 4, 1), forloop_range=1)
+        tx = tb.new_input(dtensor=x, input_map=imap, forloop_dim=PHI)
+        tb.new_output(stensor=tb.forloop_accum(tb.exp(tx)), output_map=(0, 1, PHI))
+        (out,) = g.customized([x], tb)
+        g.mark_output(g.exp(out))
+        return g.freeze()
+
+    diff = GraphDiff(square((0, 1, PHI)), square((1, 0, PHI)))
+    assert changed(diff) == {("k0", "loader 0 imap")}
+    row = diff.changed_rows[0]
+    assert (row.left, row.right) == ("(x→0, y→1, z→φ)", "(x→1, y→0, z→φ)")
+    assert [r.kernel for r in diff.rows if r.what == "op"] == ["k0", "k1"]
 
 
 def test_forloop_mutant_flags_the_loop_and_its_tiles() -> None:
@@ -89,7 +122,8 @@ def test_maps_and_grids_of_reference_mugraphs(reference_dir: Path) -> None:
     assert ("k0", "grid") in changed(diff) and ("graph", "inputs") not in changed(diff)
     vs_program = GraphDiff(first, ml.bench.programs.rmsnorm(batch_size=1))
     rows = {(r.kernel, r.what): r for r in vs_program.rows}
-    assert rows["— ↔ k1", "op"].right == "matmul" and rows["k0", "loader 0 imap"].right == ABSENT
+    assert rows["k0 ↔ k0+k1", "kernels"].right == "k0 rms_norm, k1 matmul"
+    assert rows["k0 ↔ k0+k1", "k0 loads"].right == ABSENT
 
 
 def test_reference_graphs_with_several_kernels(reference_dir: Path) -> None:

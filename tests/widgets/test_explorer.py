@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -161,9 +162,27 @@ def test_explanations_of_each_kind(small_run_dir: Path) -> None:
 def test_decision_text_covers_every_shape() -> None:
     assert decision_text(None).endswith("(root)")
     assert decision_text(["k", "matmul", [0, 1], {}]) == "kernel op matmul(d0, d1)"
-    assert "grid (8, 1, 1)" in decision_text(["c", [0, 1], [8, 1, 1], [[-1, -1, -1], [1, -1, -1]], [1, 0], 4])
+    opened = decision_text(["c", [0, 1], [8, 1, 1], [[-1, -1, -1], [1, -1, -1]], [1, 0], 4])
+    assert opened == "custom kernel on d0 imap (x→φ) fmap 1, d1 imap (x→1) fmap 0; grid (8, 1, 1), for-loop ×4"
+    assert "d1 imap (x→0, y→1)" in decision_text(["c", [0, 1], [8, 2, 1], [[-1, -1, -1], [0, 1, -1]], [1, -1], 1])
     assert decision_text(["b", "accum_rms", [0], {}]) == "block op accum_rms(s0)"
-    assert "omap (1, -1, -1)" in decision_text(["s", [1, -1, -1]])
+    assert decision_text(["s", [1, -1, -1]]) == "close the block graph: save with omap (x→1, y→φ, z→φ)"
+
+
+def test_tree_labels_show_each_imap_within_the_first_80_characters(small_run_dir: Path) -> None:
+    st = ExplorerState(small_run_dir, progress=False)
+    st.jump("verified")
+    opened = [r["text"] for r in st.tree_rows() if r["text"].startswith("custom kernel on")]
+    assert opened and all(t.index("imap") < 30 and t.rindex("imap") < 80 for t in opened)
+
+
+def test_verification_evidence_is_a_table_not_json(small_run: SearchResult) -> None:
+    evidence = small_run.candidates[0].verification
+    page = details_html({"outcome": "verified", "verification": evidence})
+    assert "{" not in page and '"' not in re.sub(r'class="[-a-z]+"', "", page)
+    assert page.count('class="mirage-subtable"') == 3  # the evidence, its float check and its timings
+    assert "<th>field</th>" in page and "<th>trials</th>" in page and "<th>max rel error</th>" in page
+    assert f"<td>{evidence['degree']}</td>" in page and " ms</td>" in page
 
 
 def test_tree_is_lazy_and_follows_the_cursor(small_run_dir: Path) -> None:
@@ -194,9 +213,24 @@ def test_widget_round_trip(small_run: SearchResult) -> None:
     x._on_front_end(x, {"kind": "toggle", "index": 0}, [])
     assert x.tree.count("mx-row") == 1
     assert "SearchExplorer(ExplorerState(" in repr(x)
+    page = x.to_html()
+    assert page.startswith('<div class="mx-explorer"><style>') and ".mx-details" in page and x.status in page
+    assert "<script" not in page and x.tree in page and x.details in page
 
 
 def test_a_result_without_a_run_folder_says_how_to_keep_one(small_run: SearchResult) -> None:
     kept_nothing = SearchResult(small_run.program, small_run.config, small_run.candidates, small_run.report)
     with pytest.raises(InputError, match="run_dir="):
         ExplorerState(kept_nothing)
+
+
+def test_its_output_carries_a_static_copy_of_the_current_step_beside_the_widget(small_run_dir: Path) -> None:
+    """An exported notebook or GitHub shows the text/html: status, counters, tree, details and drawing."""
+    ex = SearchExplorer(small_run_dir, progress=False)
+    ex.jump("verified")
+    data, _ = ex._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.model_id
+    static = data["text/html"]
+    assert "<script" not in static and static.count("<svg") == ex.svg.count("<svg") >= 1
+    assert ex.status.split(" · ")[0] in static and ex.counters in static and ex.tree in static
+    assert "candidate:verified" in static

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -20,6 +21,7 @@ from tests.search.test_search import search
 
 pytest.importorskip("plotly")
 REPO = Path(__file__).resolve().parents[2]
+CHECK_SWEEP = REPO / "data" / "ablation_small_rmsnorm_cpu_xeon_2core.json"
 SEARCH_JSON = REPO / "data" / "search_cpu_epyc_2core.json"
 
 
@@ -134,6 +136,43 @@ def test_ablation_and_pruning_figures() -> None:
     assert "lower bound" in pfig.data[2].hovertext[0]
 
 
+def _sweep(stop: str = "complete") -> dict[str, object]:
+    row = {"states": 100, "checked": 3, "verified": 2, "stop": "complete", "wall_s": 1.0, "best_proxy_us": 5.0,
+           "best": "a"}
+    return {"format": "mirage-lab/ablation", "version": 1, "time_limit_s": 30, "hardware": {"cores": 2},
+            "rows": [{**row, "check": "all checks on"}, {**row, "check": "oracle", "states": 5400, "wall_s": 30.2,
+                                                        "stop": stop}, {**row, "check": "twin", "best": "b"}]}
+
+
+def test_check_ablation_figure_has_on_and_off_for_each_check() -> None:
+    df = plots.check_ablation_frame(CHECK_SWEEP)
+    checks = list(dict.fromkeys(df["check"]))
+    assert checks[:3] == ["foreign_ops", "precheck", "order"] and "oracle" in checks
+    assert all(sorted(sides) == ["off", "on"] for sides in df.groupby("check")["side"].apply(list))
+    fig = plots.check_ablation_figure(CHECK_SWEEP)
+    bars = {(t.name, t.xaxis): t for t in fig.data}
+    assert set(bars) == {("check on", "x"), ("check off", "x"), ("check on", "x2"), ("check off", "x2")}
+    for t in fig.data:  # every check has a bar on each side, in both panels
+        assert sorted(t.y) == sorted(checks) and all(v > 0 for v in t.x)
+    states_off = dict(zip(bars["check off", "x"].y, bars["check off", "x"].x, strict=True))
+    states_on = dict(zip(bars["check on", "x"].y, bars["check on", "x"].x, strict=True))
+    assert states_off["oracle"] > 10 * states_on["oracle"]
+    assert fig.layout.xaxis.type == fig.layout.xaxis2.type == "log"
+    assert fig.layout.xaxis.title.text == "explored states" and fig.layout.xaxis2.title.text == "search time (s, wall)"
+    assert "every search ran to completion" in fig.layout.title.text
+
+
+def test_check_ablation_marks_a_search_stopped_at_its_limit_as_a_lower_bound() -> None:
+    fig = plots.check_ablation_figure(_sweep(stop="time"))
+    off = next(t for t in fig.data if t.name == "check off" and t.xaxis == "x")
+    labels = dict(zip(off.y, off.text, strict=True))
+    assert labels == {"oracle": "≥ ×54", "twin": "="}
+    assert "≥: stopped at the 30 s limit" in fig.layout.title.text
+    assert "its best is another μGraph" in next(t for t in fig.data if t.name == "check off").hovertext[0]
+    with pytest.raises(ValueError, match="first row"):
+        plots.check_ablation_frame({**_sweep(), "rows": _sweep()["rows"][1:]})  # type: ignore[index]
+
+
 def test_sweep_frame_from_real_search_results(small_run: ml.search.SearchResult) -> None:
     """``small_run`` (tests/widgets/conftest.py) is the small RMSNorm+Linear search; the other side of the
     sweep is the same search without pruning, capped."""
@@ -184,11 +223,38 @@ def test_roofline_figure_draws_points_under_the_ceilings() -> None:
     names = [t.name for t in fig.data]
     assert names[:2] == ["unfused", "fused"]
     peak = next(t for t in fig.data if t.name.startswith("tensor-core peak"))
-    assert max(peak.y) == pytest.approx(HARDWARE["A100"].flops_per_s)
-    assert all(y <= HARDWARE["A100"].flops_per_s * 1.0001 for t in fig.data[:2] for y in t.y)
-    assert fig.layout.xaxis.type == "log" and "FLOP per DRAM byte" in fig.layout.xaxis.title.text
+    assert max(peak.y) == pytest.approx(HARDWARE["A100"].flops_per_s / 1e12)  # TFLOP/s
+    assert all(y <= HARDWARE["A100"].flops_per_s / 1e12 * 1.0001 for t in fig.data[:2] for y in t.y)
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.title.text == "arithmetic intensity (FLOP/byte, DRAM)"
+    assert fig.layout.yaxis.title.text == "TFLOP/s implied by the estimate"
+    assert all(t.name.endswith("TFLOP/s") for t in fig.data if t.mode == "lines")  # one unit style: SI, per second
     smem = plots.roofline_figure(plots.roofline_frame(fused.gqa(1), "A100", per="op"), level="smem")
     assert "not shown" in smem.layout.title.text
+
+
+def _subtitle_markers(fig: Any) -> dict[str, str]:
+    sub = fig.layout.title.text.split("<sup>")[1]
+    return {sign: symbol for sign, symbol in (("●", "circle"), ("◆", "diamond")) if sign in sub}
+
+
+def test_roofline_labels_every_point_and_draws_every_marker_its_subtitle_names() -> None:
+    labels: set[str] = set()
+    for per, level, markers in (("kernel", "dram", {"●": "circle"}), ("op", "dram", {"●": "circle"}),
+                                ("op", "smem", {"◆": "diamond"})):
+        graphs = {"program": programs.rmsnorm(1), "best": fused.rmsnorm(1)}
+        fig = plots.roofline_figure(graphs, "H100", level=level, per=per)  # block ops move no DRAM bytes
+        assert _subtitle_markers(fig) == markers, (per, level)
+        points = [t for t in fig.data if t.mode == "markers+text"]
+        for symbol in markers.values():
+            assert any(t.marker.symbol == symbol and len(t.x) for t in points), (per, symbol)
+        for t in points:  # a readable label per point: its kernel node and op
+            assert len(t.text) == len(t.x) and all(x.startswith("#") for x in t.text)
+        labels.update(x for t in points for x in t.text)
+    assert {"#2 rms_norm", "#3 matmul", "#2 customized", "#2·matmul", "#2·accum_rms"} <= labels
+    kernels = plots.roofline_figure({"program": programs.rmsnorm(1), "best": fused.rmsnorm(1)}, "H100")
+    where = [p for t in kernels.data if t.mode == "markers+text" for p in t.textposition]
+    assert sorted(where) == ["bottom center", "top center", "top center"]  # the two close points: one above, one below
+    assert kernels.layout.legend.y < 0.5 and kernels.layout.legend.orientation is None  # inside, bottom right
 
 
 def test_bad_roofline_input() -> None:
@@ -210,3 +276,24 @@ def test_library_baselines_are_coloured_as_baselines() -> None:
     assert {role_of(g) for g in ("torch", "torch eager", "torch.compile", "SDPA")} == {"torch baseline"}
     assert role_of("fused (before)") == "hand-fused" and role_of("search best (before)") == "search best"
     assert role_of("single_lora") == "reference μGraph"
+
+
+def test_figures_in_jupyter_also_carry_html_for_exported_notebooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plotly's Jupyter default (JSON only) leaves exported pages blank: it gains the ``notebook`` renderer; a
+    renderer the user chose stays."""
+    import plotly.io as pio
+
+    from mirage_lab.widgets.plots_renderer import EXPORTABLE, JUPYTER_DEFAULT, use_exportable_renderer
+
+    monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
+    monkeypatch.setattr(pio.renderers, "default", JUPYTER_DEFAULT)
+    assert use_exportable_renderer() and pio.renderers.default == EXPORTABLE
+    fig = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {}}
+    bundle = {k: v for name in EXPORTABLE.split("+") for k, v in pio.renderers[name].to_mimebundle(fig).items()}
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html"} and "Plotly.newPlot" in bundle["text/html"]
+    for chosen in ("browser", "png", "plotly_mimetype+svg"):
+        monkeypatch.setattr(pio.renderers, "default", chosen)
+        assert not use_exportable_renderer() and pio.renderers.default == chosen
+    monkeypatch.setattr(pio.renderers, "default", JUPYTER_DEFAULT)
+    monkeypatch.setenv("PLOTLY_RENDERER", "plotly_mimetype")
+    assert not use_exportable_renderer() and pio.renderers.default == JUPYTER_DEFAULT

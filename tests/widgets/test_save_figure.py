@@ -8,6 +8,7 @@ those tests skip, with the reason, on a machine without one."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from mirage_lab.widgets import plots
 
 REPO = Path(__file__).resolve().parents[2]
 SEARCH_JSON = REPO / "data" / "search_cpu_epyc_2core.json"
+CHECK_SWEEP = REPO / "data" / "ablation_small_rmsnorm_cpu_xeon_2core.json"
 MEASURED = pd.DataFrame([("rmsnorm", 1, "unfused", 30.0, 28.0, 33.0, 21.0, "H100", ""),
                          ("rmsnorm", 1, "fused", 12.0, 11.0, 14.0, 18.0, "H100", "")],
                         columns=list(plots.TIMING_COLUMNS))
@@ -40,6 +42,7 @@ FIGURES: dict[str, Callable[..., Any]] = {
     "speedup_figure": lambda **kw: mw.speedup_figure(MEASURED, **kw),
     "ablation_figure": lambda **kw: mw.ablation_figure(SEARCH_JSON, **kw),
     "pruning_figure": lambda **kw: mw.pruning_figure(SEARCH_JSON, **kw),
+    "check_ablation_figure": lambda **kw: mw.check_ablation_figure(CHECK_SWEEP, **kw),
     "roofline_figure": lambda **kw: mw.roofline_figure({"unfused": programs.gqa(1), "fused": fused.gqa(1)}, "A100",
                                                        **kw),
 }
@@ -121,13 +124,31 @@ def test_report_figures_writes_every_figure_of_a_run(small_run: SearchResult, tm
     assert small_run.run_dir is not None
     out = tmp_path / "figs"
     assert main(["report", str(small_run.run_dir), "--figures", str(out)]) == 0
-    names = sorted(p.name for p in out.iterdir())
-    assert names == ["ablation.pdf", "ablation.svg", "roofline.pdf", "roofline.svg"]
-    assert (out / "ablation.pdf").read_bytes().startswith(b"%PDF")
-    assert "figure written to" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["roofline.pdf", "roofline.svg"]  # no sweep: no ablation
+    said = capsys.readouterr()
+    assert "figure written to" in said.out
+    assert f"mirage-lab ablate {small_run.run_dir}" in said.err, "no sweep: the command that makes one"
     assert not (small_run.run_dir / "report.html").exists(), "--figures alone writes no HTML"
-    assert main(["report", str(small_run.run_dir), "--figures", str(out), "--format", "png"]) == 0
+    assert main(["report", str(small_run.run_dir), "--figures", str(out), "--format", "png",
+                 "--ablation", str(CHECK_SWEEP)]) == 0
     assert (out / "roofline.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "ablation.png").read_bytes().startswith(b"\x89PNG")
+    assert "no ablation figure" not in capsys.readouterr().err
+
+
+def test_ablate_writes_the_sweep_report_figures_draws(small_run: SearchResult, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert small_run.run_dir is not None
+    run = tmp_path / "run"
+    shutil.copytree(small_run.run_dir, run)
+    assert main(["ablate", str(run), "--checks", "cannot_close", "--time-limit", "60"]) == 0
+    assert "ablation sweep written to" in capsys.readouterr().out
+    figs = mw.run_figures(run)
+    assert set(figs) == {"ablation", "roofline"} and mw.ablation_sweep(run) == run / "ablation.json"
+    on, off = (next(t for t in figs["ablation"].data if t.name == f"check {side}") for side in ("on", "off"))
+    assert list(on.y) == list(off.y) == ["cannot_close"] and off.x[0] >= on.x[0]
+    assert main(["ablate", str(run), "--checks", "shape"]) == 2
+    assert "correct results need it" in capsys.readouterr().err
 
 
 def test_report_figures_refuses_a_bad_format(small_run: SearchResult, tmp_path: Path,

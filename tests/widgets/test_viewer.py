@@ -124,3 +124,17 @@ def test_fallback_layout_keeps_labels_and_escapes() -> None:
     svg = fallback_svg(dot)
     assert "rms_norm" in svg and "&lt;title&gt;" in svg and "<title>n2</title>" in svg
     assert render_svg(dot, "python") == svg
+
+
+def test_its_output_carries_a_static_drawing_of_the_current_level_beside_the_widget() -> None:
+    """An exported notebook or GitHub shows the text/html; JupyterLab the live view."""
+    viewer = MuGraphViewer(fused.rmsnorm(8))
+    data, _ = viewer._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == viewer.model_id
+    assert "<svg" in data["text/html"] and "<script" not in data["text/html"]
+    assert ids(data["text/html"]) == set(viewer.view.elements())
+    custom = next(f"n{k}" for k, n in enumerate(viewer.view.graph.nodes) if n.body is not None)
+    viewer.click(custom)
+    opened = viewer._repr_mimebundle_()[0]["text/html"]
+    assert ids(opened) == set(viewer.view.elements()) and "mirage-tiling" in opened
+    assert viewer.view.breadcrumbs()[-1] in opened
