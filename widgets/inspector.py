@@ -26,10 +26,12 @@ __all__ = ["Evidence", "VerificationInspector", "evidence_of"]
 
 NOT_RECORDED = "not recorded"
 _FIELD = re.compile(r"Z_(\d+)\s*×\s*Z_(\d+)")
+#: (the doubled class: as specific as the rule by which an exported page's JupyterLab styles right-align cells)
 CSS = """<style>
 .mlw-insp{font-family:system-ui,sans-serif;font-size:13px;line-height:1.35;color:#1f2328;background:#fff}
 .mlw-insp table{border-collapse:collapse;margin:4px 0}
 .mlw-insp td,.mlw-insp th{border:1px solid #d0d7de;padding:2px 6px;text-align:left;vertical-align:top}
+.mlw-insp.mlw-insp td,.mlw-insp.mlw-insp th{text-align:left}
 .mlw-insp th{background:#f6f8fa}
 .mlw-insp .mlw-verdict{font-weight:bold;padding:4px 8px;border-radius:4px;margin-bottom:4px}
 .mlw-insp .mlw-ok{background:#dafbe1;color:#1a7f37}
