@@ -13,6 +13,7 @@ the task's one result (``join_split``), with each sub-task's events spliced in a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mirage_lab.search.event_blocks import encode, events_of
@@ -41,21 +42,9 @@ def join_split(head: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, A
     that of one walk. Counts, verdicts, candidates and times add up; it stopped early when any part did."""
     out = dict(head)
     out.pop("subtasks", None)
+    out.update(summed([head, *parts]))
     if head.get("events_gz") is not None:
         out["events_gz"] = splice_subtasks(head["events_gz"], [p.get("events_gz") or b"" for p in parts])
-    summary = dict(head["summary"])
-    verdicts = {e: dict(v) for e, v in head["verdicts"].items()}
-    seconds = dict(head["seconds"])
-    for p in parts:
-        summary = {"states": summary["states"] + p["summary"]["states"],
-                   **{k: added(summary[k], p["summary"][k]) for k in ("oracle_rules", "pruned", "candidates")}}
-        merge_verdicts(verdicts, p["verdicts"])
-        seconds = added(seconds, p["seconds"])
-    out["summary"], out["verdicts"], out["seconds"] = summary, verdicts, seconds
-    out["candidates"] = [*head["candidates"], *(c for p in parts for c in p["candidates"])]
-    out["states"] = head["states"] + sum(p["states"] for p in parts)
-    out["wall"] = head["wall"] + sum(p["wall"] for p in parts)
-    out["files"] = {**head.get("files", {}), **{k: v for p in parts for k, v in p.get("files", {}).items()}}
     stops = [p["stop_reason"] for p in parts if p["stop_reason"] != "complete"]
     if stops and out["stop_reason"] == "complete":
         out["stop_reason"] = stops[0]
@@ -63,6 +52,24 @@ def join_split(head: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, A
     out["incumbent"] = min(bests) if bests else None
     out["parts_wall"] = [p["wall"] for p in parts]  # (``benchmarks/scaling.py`` records them)
     return out
+
+
+def summed(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the results of one walk's parts, in order, add up to: the summary's counts, the verdicts, the
+    candidates, the seconds, states and wall time, and the files written (``join_split``, ``task.join_slice``)."""
+    first = results[0]
+    summary = dict(first["summary"])
+    verdicts = {e: dict(v) for e, v in first["verdicts"].items()}
+    seconds = dict(first["seconds"])
+    for r in results[1:]:
+        summary = {"states": summary["states"] + r["summary"]["states"],
+                   **{k: added(summary[k], r["summary"][k]) for k in ("oracle_rules", "pruned", "candidates")}}
+        merge_verdicts(verdicts, r["verdicts"])
+        seconds = added(seconds, r["seconds"])
+    return {"summary": summary, "verdicts": verdicts, "seconds": seconds,
+            "candidates": [c for r in results for c in r["candidates"]],
+            "states": sum(r["states"] for r in results), "wall": sum(r["wall"] for r in results),
+            "files": {k: v for r in results for k, v in r.get("files", {}).items()}}
 
 
 def added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

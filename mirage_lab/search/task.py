@@ -25,9 +25,9 @@ from mirage_lab.ir.io import graph_from_dict, graph_to_dict
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.decision import decoded, encoded
 from mirage_lab.search.enumerate import Enumerator
-from mirage_lab.search.events import EventLog, merge_verdicts
+from mirage_lab.search.events import EventLog
 from mirage_lab.search.run_folder import RunFolder
-from mirage_lab.search.split import added
+from mirage_lab.search.split import summed
 from mirage_lab.search.state import Candidate
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.verifier import Verifier
@@ -159,19 +159,9 @@ def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
     """The result of a task walked as a slice (``first``) and then continued where it stopped (``then``): that of
     one walk. Its events are the two logs one after the other (event blocks concatenate), the events of a walk that
     never stopped; counts, verdicts, candidates and times add up."""
-    out = dict(then)
+    out = {**then, **summed([first, then]), "began": first["began"]}
     if first.get("events_gz") is not None or then.get("events_gz") is not None:
         out["events_gz"] = (first.get("events_gz") or b"") + (then.get("events_gz") or b"")
-    a, b = first["summary"], then["summary"]
-    out["summary"] = {"states": a["states"] + b["states"],
-                      **{k: added(a[k], b[k]) for k in ("oracle_rules", "pruned", "candidates")}}
-    verdicts = {e: dict(v) for e, v in first["verdicts"].items()}
-    merge_verdicts(verdicts, then["verdicts"])
-    out["verdicts"] = verdicts
-    out["candidates"] = [*first["candidates"], *then["candidates"]]
-    out["seconds"] = added(first["seconds"], then["seconds"])
-    out["states"], out["wall"] = first["states"] + then["states"], first["wall"] + then["wall"]
-    out["began"], out["files"] = first["began"], {**first.get("files", {}), **then.get("files", {})}
     return out
 
 

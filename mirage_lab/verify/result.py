@@ -50,6 +50,10 @@ class FloatCheck:
     reason: str = ""
     witness: Witness | None = None
 
+    def numbers(self) -> dict[str, Any]:
+        """Whether it ran and passed, and its largest relative error: what a saved verdict keeps of it."""
+        return {"ran": self.ran, "passed": self.passed, "max_rel_error": self.max_rel_error}
+
 
 @dataclass(frozen=True)
 class VerificationResult:
@@ -114,8 +118,7 @@ class VerificationResult:
         return {"reason": self.reason, "error_bound": self.error_bound, "heuristic": self.bound_is_heuristic,
                 "heuristic_ops": list(self.heuristic_ops), "permutation": list(self.permutation or ()),
                 "field": self.field_name, "degree": self.degree, "trials": len(self.trials),
-                "float_check": {"ran": self.float_check.ran, "passed": self.float_check.passed,
-                                "max_rel_error": self.float_check.max_rel_error},
+                "float_check": self.float_check.numbers(),
                 "timings": {k: round(v, 6) for k, v in self.timings.items()}}
 
     def as_dict(self) -> dict[str, Any]:
@@ -124,7 +127,6 @@ class VerificationResult:
             "field": self.field_name, "degree": self.degree, "error_bound": self.error_bound,
             "bound_is_heuristic": self.bound_is_heuristic, "heuristic_ops": list(self.heuristic_ops),
             "trials": len(self.trials), "witness": str(self.witness) if self.witness else None,
-            "float_check": {"ran": self.float_check.ran, "passed": self.float_check.passed,
-                            "max_rel_error": self.float_check.max_rel_error},
+            "float_check": self.float_check.numbers(),
             "timings": self.timings,
         }
