@@ -8,6 +8,7 @@ evidence, cost estimates, timing tables); it computes nothing a script could not
     mw.SearchExplorer(result)            # step through a run's events; why each branch died
     mw.VerificationInspector(ml.verify(candidate, program))
     mw.GraphDiff(a, b, labels=("found", "reference"))
+    mw.TileAccessView(graph, kernel=0, block=(3, 0, 0), iteration=1)   # what one block reads and writes
     mw.timing_figure(...), mw.ablation_figure(...), mw.roofline_figure(...)   # plotly Figures
     mw.check_ablation_figure("runs/<run>/ablation.json")   # each check on and off (mirage-lab ablate)
     mw.save_figure(fig, "ablation.pdf")    # PDF, SVG or PNG in a print style
@@ -39,6 +40,8 @@ from mirage_lab.widgets.plots import (
     timing_frame,
 )
 from mirage_lab.widgets.static_view import static_viewer_html
+from mirage_lab.widgets.tile_access import TileAccess
+from mirage_lab.widgets.tile_access_view import TileAccessView
 from mirage_lab.widgets.viewer import MuGraphViewer
 
 __all__ = [
@@ -47,6 +50,8 @@ __all__ = [
     "GraphView",
     "MuGraphViewer",
     "SearchExplorer",
+    "TileAccess",
+    "TileAccessView",
     "VerificationInspector",
     "ablation_figure",
     "ablation_sweep",
