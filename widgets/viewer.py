@@ -20,6 +20,7 @@ import traitlets
 
 from mirage_lab.widgets.display import StaticBeside, check_widget_options
 from mirage_lab.widgets.graph_view import GraphView
+from mirage_lab.widgets.tile_access_view import TileAccessView
 
 STATIC = Path(__file__).parent / "static"
 
@@ -97,6 +98,12 @@ class MuGraphViewer(StaticBeside, anywidget.AnyWidget):
 
     def up(self) -> None:
         self.goto(len(self.view.stack) - 2)
+
+    def tile_access(self, block: tuple[int, int, int] = (0, 0, 0), iteration: int = 0) -> TileAccessView:
+        """What one block of the open custom kernel (the first, at the kernel level) reads and writes."""
+        node = self.view.level.node
+        customs = [k for k, n in enumerate(self.view.graph.nodes) if n.body is not None]
+        return TileAccessView(self.view.graph, customs.index(node) if node in customs else 0, block, iteration)
 
     def analyze(self) -> dict[str, Any] | str:
         """The open kernel's SASS analysis for ``arch`` (computed now if it was not), shown in the panel."""

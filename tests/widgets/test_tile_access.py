@@ -14,6 +14,7 @@ from mirage_lab.bench import fused, programs
 from mirage_lab.errors import InputError
 from mirage_lab.widgets import TileAccess, TileAccessView
 from mirage_lab.widgets.tile_access import Access
+from mirage_lab.widgets.viewer import MuGraphViewer
 
 PHI = -1
 
@@ -139,3 +140,13 @@ def test_the_pickers_move_the_view_and_a_bad_pick_keeps_it() -> None:
     assert view.iteration == 0
     with pytest.raises(ml.errors.ArgumentError, match="unknown keyword"):
         TileAccessView(fused.rmsnorm(1), blok=(1, 0, 0))
+
+
+def test_the_viewer_opens_the_tile_access_of_its_open_kernel() -> None:
+    graph = fused.rmsnorm(1)
+    viewer = MuGraphViewer(graph)
+    first = viewer.tile_access(block=(1, 0, 0), iteration=2)  # at the kernel level: the first custom kernel
+    assert first.model.kernel == 0 and first.model.block == (1, 0, 0) and first.model.iteration == 2
+    custom = next(k for k, n in enumerate(graph.nodes) if n.body is not None)
+    viewer.click(f"n{custom}")
+    assert viewer.tile_access().model.node_index == custom
