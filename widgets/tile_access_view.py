@@ -14,6 +14,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from mirage_lab.errors import MirageError
 from mirage_lab.widgets.display import StaticBeside, check_widget_options
 from mirage_lab.widgets.tile_access import TileAccess
 
@@ -65,8 +66,8 @@ class TileAccessView(StaticBeside, anywidget.AnyWidget):
     def _on_pick(self, _: Any) -> None:
         m = self.model
         try:
-            self.model = TileAccess(m.graph, m.kernel, tuple(self.block), self.iteration, m.arch)  # type: ignore[arg-type]
-        except Exception as e:  # a picker outside the grid: say so, keep drawing the last good state
+            self.model = TileAccess(m.graph, m.kernel, tuple(self.block), self.iteration, m.arch)
+        except MirageError as e:  # a picker outside the grid: say so, keep drawing the last good state
             self.message = str(e)
             return
         self.message = ""
