@@ -77,7 +77,8 @@ def check(name: str, graph: Any) -> CheckResult:
         return _wrong_values(puzzle, built, result)
     unmet = tuple(u for g in puzzle.goals if (u := g.unmet(built)) is not None)
     if unmet:
-        return CheckResult(name, False, "your graph computes the right values, but " + "; and ".join(unmet),
+        listed = unmet[0] if len(unmet) == 1 else " ".join(f"({k}) {u};" for k, u in enumerate(unmet, 1))[:-1]
+        return CheckResult(name, False, f"your graph computes the right values, but {listed}",
                            goals_unmet=unmet, verification=result)
     return CheckResult(name, True, f"equal to the program ({_evidence(result)}) and every goal met", None, (), result)
 

@@ -46,7 +46,7 @@ class CustomKernels(Goal):
         found = len(custom_kernels(graph))
         others = sorted({n.op.value for n in graph.compute_nodes if n.op is not Op.CUSTOMIZED})
         if found != self.count:
-            return f"the goal is {plural(self.count, 'custom kernel')}; your graph has {found}"
+            return f"the goal is {plural(self.count, 'custom kernel')}, and your graph has {found}"
         if others:
             return (f"every op must run inside the custom kernel(s), but your graph also runs "
                     f"{', '.join(others)} as separate kernel(s)")

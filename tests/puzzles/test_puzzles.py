@@ -110,3 +110,17 @@ def test_hints_are_graded_and_puzzles_read_well() -> None:
         ml.puzzles.get("nope")
     with pytest.raises(ml.MirageError, match="1, 2 or 3"):
         p.hint(4)
+
+
+def test_the_readme_example_runs_and_explains_the_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_readme import section_code
+
+    exec(compile(section_code("Puzzles"), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "row_sums: not yet" in out and "'mean' divides" in out and "hint 2/3" in out
+
+
+def test_a_passed_result_reads_well() -> None:
+    result = ml.puzzles.check("lora", ml.puzzles.solution("lora"))
+    assert result and "PASSED" in str(result) and "passed=True" in repr(result)
+    assert "passed</b>" in result._repr_html_() and result.verification is not None
