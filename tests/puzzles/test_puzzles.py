@@ -10,6 +10,7 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.puzzles import solutions
+from mirage_lab.verify.mutate import mutants, really_different
 from tests.puzzles.variants import OTHER_GRIDS, WRONG
 
 NAMES = ml.puzzles.names()
@@ -50,6 +51,24 @@ def test_a_wrong_variant_fails_with_a_witness_and_an_explanation(name: str) -> N
     assert want == pytest.approx(d.expected) and (got == pytest.approx(d.got) or np.isnan(got) == np.isnan(d.got))
     assert want != pytest.approx(got)
     assert "expected" in str(w) and "<table>" in result._repr_html_()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_single_edits_of_the_solution_are_judged_by_their_values(name: str) -> None:
+    """The verifier's mutants (a map, a loop, an accumulator, an op, an operand changed): those the float64
+    interpreter shows different fail with a witness; those it finds equal are never called different (they pass,
+    or miss a goal, as a loop of 1 does)."""
+    reference = ml.puzzles.solution(name)
+    seen = {True: 0, False: 0}
+    for m in mutants(reference):
+        different = really_different(reference, m.graph)
+        result = ml.puzzles.check(name, m.graph)
+        seen[different] += 1
+        if different:
+            assert not result.passed and result.witness is not None, (m.kind, result)
+        else:
+            assert result.passed or result.goals_unmet, (m.kind, result)
+    assert seen[True] >= 1 and seen[False] >= 1
 
 
 @pytest.mark.parametrize("name", NAMES)
