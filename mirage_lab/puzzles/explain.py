@@ -75,8 +75,31 @@ def _places(graph: KernelGraph) -> dict[int, int]:
     return {k: i + 1 for i, k in enumerate(ks)}
 
 
+#: accumulators that add their input every iteration (mean and rms of F equal tiles are those of one tile)
+ADDING = (Op.ACCUM_NO_RED, Op.ACCUM_SUM, Op.ACCUM_SUM_TODIMX)
+
+
+def repeated_tile(graph: KernelGraph) -> str | None:
+    """An adding accumulator fed only by tiles that do not change with the loop adds the same tile F times."""
+    for number, bg in enumerate(graph.block_graphs, 1):
+        if bg.forloop_range == 1:
+            continue
+        varies: dict[int, bool] = {}
+        for n in bg.nodes:
+            moving = n.attr("fmap", -1) >= 0 if n.op is Op.INPUT else any(varies[i] for i in n.inputs)
+            varies.update(dict.fromkeys(n.outputs, moving))
+            if n.op in ADDING and not varies[n.inputs[0]]:
+                return (f"in custom kernel {number}, the {OP_WORDS[n.op]} that makes s{n.outputs[0]} adds a tile "
+                        f"that is the same in every iteration (no loader it reads has a forloop_dim), so it adds it "
+                        f"{bg.forloop_range} times: give a loader a forloop_dim, or use forloop_range=1")
+    return None
+
+
 def value_problem(program: KernelGraph, graph: KernelGraph, names: tuple[str, ...], oracle: Oracle) -> str:
-    """Why the values differ, as far as the abstract expressions can tell."""
+    """Why the values differ: a tile added once per iteration, else as far as the abstract expressions tell."""
+    repeated = repeated_tile(graph)
+    if repeated is not None:
+        return repeated
     exprs = graph_expressions(graph)
     kernels = _places(graph)
     rebased = False

@@ -111,7 +111,10 @@ def test_right_values_without_the_goal_fail_with_the_goal_sentence() -> None:
 
 def test_explanations_name_the_tensor_the_oracle_rejects_or_say_where_to_look() -> None:
     copy = ml.puzzles.check("copy_tile", WRONG["copy_tile"]).explanation
-    assert "tile s1 of custom kernel 1 (accumulator (acc=None)) computes sum(2, X)" in copy
+    assert "accumulator (acc=None) that makes s1 adds a tile that is the same in every iteration" in copy
+    assert "adds it 2 times" in copy
+    softmax = ml.puzzles.check("softmax", WRONG["softmax"]).explanation
+    assert "tile s2 of custom kernel 1 (reduction) computes sum(64, X), which is no part of the program" in softmax
     assert "rms(32, X) occurs in no target" in ml.puzzles.check("rms_norm", WRONG["rms_norm"]).explanation
     assert "silu only as: silu(sum(64, mul(X, W1)))" in ml.puzzles.check("gated_mlp", WRONG["gated_mlp"]).explanation
     # mean is sum to the abstraction: the expressions agree, so the explanation points at maps and accumulators
