@@ -46,7 +46,8 @@ class Puzzle:
     def __str__(self) -> str:
         out = self.program.output_types
         lines = [f"{self.name} — {self.title}", self.statement, "inputs: " + ", ".join(self.input_lines()),
-                 "output: " + ", ".join(map(str, out)), "goals:", *(f"  • {g.text}" for g in self.goals),
+                 "output: " + ", ".join(map(str, out)), f"program ({', '.join(self.inputs)} are d0, d1, …):",
+                 str(self.program), "goals:", *(f"  • {g.text}" for g in self.goals),
                  "check with ml.puzzles.check(" + repr(self.name) + ", graph); hints: ml.puzzles.hint(" +
                  repr(self.name) + ", 1)"]
         return "\n".join(lines)
@@ -58,7 +59,8 @@ class Puzzle:
         goals = "".join(f"<li>{html.escape(g.text)}</li>" for g in self.goals)
         ins = ", ".join(f"<code>{html.escape(s)}</code>" for s in self.input_lines())
         return (f"<div><b>{html.escape(self.name)}</b> — {html.escape(self.title)}<p>{html.escape(self.statement)}"
-                f"</p><p>inputs: {ins}</p><p>goals:</p><ul>{goals}</ul></div>")
+                f"</p><p>inputs: {ins}</p><pre>{html.escape(str(self.program))}</pre><p>goals:</p><ul>{goals}</ul>"
+                "</div>")
 
 
 ONE = CustomKernels(1)
