@@ -12,7 +12,7 @@ returns the best μGraph, callable with ``inputs=[...]`` (``mirage_lab.compat``,
 
 from typing import Any
 
-from mirage_lab import absexpr, bench, search
+from mirage_lab import absexpr, bench, puzzles, search
 from mirage_lab.codegen import compile, generate_cuda, generate_triton
 from mirage_lab.codegen.analysis import analyze_kernel
 from mirage_lab.compat import (
@@ -98,6 +98,7 @@ __all__ = [
     "load_reference_checkpoint",
     "new_kernel_graph",
     "new_threadblock_graph",
+    "puzzles",
     "save",
     "search",
     "superoptimize",

@@ -28,8 +28,9 @@ LAYERS = (
     ("verify",),
     ("search",),
     # compat: the reference's Python API (mpk: its out-of-scope runtime, an import error); api:
-    # mirage_lab/__init__.py, the package's face (``import mirage_lab as ml``)
-    ("cli", "widgets", "compat", "mpk", "api"),
+    # mirage_lab/__init__.py, the package's face (``import mirage_lab as ml``); puzzles: graded exercises
+    # over the builders, the verifier and the oracle (issue 39)
+    ("cli", "widgets", "compat", "mpk", "puzzles", "api"),
 )
 
 
