@@ -79,8 +79,10 @@ def private_kernel() -> Iterator[None]:
     with tempfile.TemporaryDirectory(prefix="jupyter-path-") as root:
         spec = Path(root) / "kernels" / "python3" / "kernel.json"
         spec.parent.mkdir(parents=True)
+        # (the env: notebook 09's empty puzzle skeletons take the teacher's solutions, so every cell runs)
         spec.write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                                    "display_name": "mirage-lab (tests)", "language": "python"}))
+                                    "display_name": "mirage-lab (tests)", "language": "python",
+                                    "env": {"MIRAGE_LAB_PUZZLE_SOLUTIONS": "1"}}))
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = root
         try:

@@ -42,3 +42,16 @@ def test_pair_agrees(script: Path) -> None:
 def test_runs_top_to_bottom(script: Path) -> None:
     executed(script)
     print(f"{script.stem}: {seconds(script):.1f} s")
+
+
+def test_the_puzzle_notebook_grades_every_teachers_solution_as_passed() -> None:
+    """Notebook 09 run by the tests: its empty skeletons took the teacher's solutions (the kernel's env), every
+    puzzle is graded passed, and the tile-access view was shown on one of them."""
+    import mirage_lab as ml
+
+    nb = executed(next(p for p in NOTEBOOKS if p.stem == "09_kernel_puzzles"))
+    shown = [str(out.get("data", {}).get("text/plain", "")) for cell in nb.cells if cell.cell_type == "code"
+             for out in cell.get("outputs", [])]
+    graded = {n for n in ml.puzzles.names() if any(f"CheckResult({n!r}, passed=True" in s for s in shown)}
+    assert graded == set(ml.puzzles.names())
+    assert any(s.startswith("TileAccessView(") for s in shown)
