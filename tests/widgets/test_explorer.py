@@ -214,7 +214,7 @@ def test_widget_round_trip(small_run: SearchResult) -> None:
     assert x.tree.count("mx-row") == 1
     assert "SearchExplorer(ExplorerState(" in repr(x)
     page = x.to_html()
-    assert page.startswith('<div class="mx-explorer"><style>') and ".mx-details" in page and x.status in page
+    assert page.startswith('<div class="mx-explorer mx-static"><style>') and ".mx-details" in page and x.status in page
     assert "<script" not in page and x.tree in page and x.details in page
 
 
