@@ -61,8 +61,8 @@ class Submitter:
 
     def share(self, value: Any) -> Any:
         """``value`` as every call should pass it: a Dask future held by the cluster's workers, or itself."""
-        if self.client is None:
-            return value
+        if self.client is None or not self.client.scheduler_info().get("workers"):
+            return value  # (no worker yet, as an adaptive cluster starts: a scatter would wait for one)
         [future] = self.client.scatter([value], broadcast=True, hash=False)  # (a list: a dict would be split)
         return future
 

@@ -176,3 +176,6 @@ def test_a_dask_executor_gets_the_documents_once_and_every_call_unhashed() -> No
         assert isinstance(shared, distributed.Future)
         assert [submit(_count, shared).result() for _ in range(2)] == [3, 3]
     assert CALLS == [3, 3]  # two calls ran: none was taken for the other's result
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:  # (an adaptive cluster's start: no worker to scatter to yet)
+        assert Submitter(client.get_executor()).share(doc) is doc
