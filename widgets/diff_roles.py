@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from networkx.utils import UnionFind
+
 from mirage_lab.absexpr import GraphExpressions, Oracle, Term, graph_expressions
 from mirage_lab.errors import MirageError
 from mirage_lab.ir import KernelGraph
@@ -59,23 +61,6 @@ class Role:
     whole: frozenset[str]  # names of the parts whose value equals the unit's
 
 
-class _Sets:
-    """Union-find over hashable keys."""
-
-    def __init__(self) -> None:
-        self.parent: dict[Any, Any] = {}
-
-    def find(self, x: Any) -> Any:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: Any, b: Any) -> None:
-        self.parent[self.find(a)] = self.find(b)
-
-
 def _expressions(g: KernelGraph) -> GraphExpressions | None:
     try:
         return graph_expressions(g)
@@ -100,11 +85,11 @@ def kernel_groups(left: KernelGraph, right: KernelGraph) -> list[KernelGroup] | 
     normal = Oracle(lex.outputs)  # for its normaliser: normal forms of the two sides' tensors, compared
     forms = [_normal_forms(normal, lex, _produced(left)), _normal_forms(normal, rex, _produced(right))]
     shared = {f for f in forms[0].values() if f is not None} & {f for f in forms[1].values() if f is not None}
-    sets = _Sets()
+    sets = UnionFind()
     for side, g in enumerate((left, right)):
         producer = {t: k for k, n in enumerate(g.compute_nodes) for t in n.outputs}
         for k, node in enumerate(g.compute_nodes):
-            sets.find((side, k))
+            sets[side, k]  # (every kernel is a set, joined or not)
             for t in node.outputs:
                 if t in g.outputs:
                     sets.union((side, k), ("out", g.outputs.index(t)))
@@ -116,11 +101,11 @@ def kernel_groups(left: KernelGraph, right: KernelGraph) -> list[KernelGroup] | 
     return _collect(sets, len(left.compute_nodes), len(right.compute_nodes))
 
 
-def _collect(sets: _Sets, n_left: int, n_right: int) -> list[KernelGroup]:
+def _collect(sets: UnionFind, n_left: int, n_right: int) -> list[KernelGroup]:
     members: dict[Any, tuple[list[int], list[int]]] = {}
     for side, n in ((0, n_left), (1, n_right)):
         for k in range(n):
-            members.setdefault(sets.find((side, k)), ([], []))[side].append(k)
+            members.setdefault(sets[side, k], ([], []))[side].append(k)
     groups = [KernelGroup(tuple(a), tuple(b)) for a, b in members.values()]
     return sorted(groups, key=lambda g: (g.left[0] if g.left else n_left, g.right[0] if g.right else n_right))
 
