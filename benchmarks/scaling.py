@@ -94,6 +94,11 @@ class Recorded:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
+    def parent_own_s(self) -> float:
+        """The parent's recorded time apart from its hand-outs: frontier, results, merge."""
+        return self.frontier_s + len(self.tasks_s) * self.parent_s + self.finish_s
+
+    @property
     def tasks_s(self) -> tuple[float, ...]:
         """Every call's seconds (slices, continuations, sub-tasks)."""
         return tuple(u for t in self.tasks for u in t.units())
@@ -210,7 +215,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             heapq.heappush(events, (sched + cost, seq, w, finished, len(units)))
             end = max(end, sched + cost)
     wall = max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
-    parent = run.frontier_s + calls * overhead_s + len(run.tasks_s) * run.parent_s + run.finish_s
+    parent = run.parent_own_s + calls * overhead_s
     if trials == "once":
         work += run.trials_s
     if cores is not None:
@@ -223,7 +228,7 @@ def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
     batches), results, merge."""
     calls = -(-len(run.tasks) // BATCH_TASKS) + sum(1 for t in run.tasks if t.cont) + sum(
         -(-len(t.subs) // batch_size(len(t.subs), workers, BATCH_SUBTASKS)) for t in run.tasks if t.subs)
-    return run.frontier_s + calls * overhead_s + len(run.tasks_s) * run.parent_s + run.finish_s
+    return run.parent_own_s + calls * overhead_s
 
 
 def bounds(run: Recorded, workers: int, overhead_s: float, start_s: float) -> dict[str, float]:
@@ -334,7 +339,7 @@ def calibration(run: Recorded, calls: int, parent_cpu: float, workers_cpu: float
     """The executor's own CPU per call, from a cluster run of a completely recorded program: the parent's beyond
     its recorded frontier, results and merge (``--overhead-ms``), the workers' beyond the recorded calls and one
     evaluation of the trials (``--call-ms``)."""
-    parent = parent_cpu - run.frontier_s - len(run.tasks_s) * run.parent_s - run.finish_s
+    parent = parent_cpu - run.parent_own_s
     work = workers_cpu - sum(run.tasks_s) - run.trials_s
     return {"overhead_ms": round(max(0.0, parent) / max(1, calls) * 1e3, 3),
             "call_ms": round(max(0.0, work) / max(1, calls) * 1e3, 3)}
