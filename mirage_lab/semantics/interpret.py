@@ -25,6 +25,7 @@ from mirage_lab.ir.thread import derive_thread_graphs
 from mirage_lab.semantics.arith import FloatArith, NumberSystem
 from mirage_lab.semantics.field import FieldArith, FieldValue
 from mirage_lab.semantics.footprint import memory_guard, require_memory
+from mirage_lab.semantics.kernel_memo import MemoScope
 from mirage_lab.semantics.real_values import check_real
 
 F_AXIS = 3  # index of the iteration axis in block-level values
@@ -105,26 +106,42 @@ def _last_uses(nodes: Sequence[Node], keep: Sequence[int]) -> dict[int, int]:
     return last
 
 
-def run_kernel_graph(g: KernelGraph, inputs: Sequence[Any], ns: NumberSystem) -> list[Any]:
-    """Evaluate ``g`` on number-system values; returns the marked outputs' values."""
+def run_kernel_graph(g: KernelGraph, inputs: Sequence[Any], ns: NumberSystem, memo: MemoScope | None = None
+                     ) -> list[Any]:
+    """Evaluate ``g`` on number-system values; returns the marked outputs' values.
+
+    With ``memo`` (a ``KernelMemo`` scoped to these inputs) a node computed as an earlier graph computed one on the
+    same inputs takes that graph's outputs instead of running again, and the nodes it runs are kept for the next."""
     env: dict[int, Any] = {}
-    feed = iter(inputs)
+    names: dict[int, Any] = {}  # with a memo: how each tensor was computed from the inputs
+    feed = iter(enumerate(inputs))
     last = _last_uses(g.nodes, g.outputs)
     for k, node in enumerate(g.nodes):
         if node.op is Op.INPUT:
-            env[node.outputs[0]] = next(feed)
+            position, env[node.outputs[0]] = next(feed)
+            if memo is not None:
+                names[node.outputs[0]] = memo.input_key(position)
             continue
-        args = [env[i] for i in node.inputs]
-        if node.op is Op.CUSTOMIZED:
-            assert node.body is not None
-            outs = run_block_graph(node.body, args, ns)
-        else:
-            outs = _evaluate(ns, node, [g.tensors[i].dims for i in node.inputs], args, 64)
+        key = None if memo is None else memo.node_key(node, [names[i] for i in node.inputs])
+        outs = None if memo is None else memo.memo.get(key)
+        if outs is None:
+            outs = _run_node(g, node, [env[i] for i in node.inputs], ns)
+            if memo is not None:
+                memo.memo.put(key, outs)
         env.update(zip(node.outputs, outs, strict=True))
+        if memo is not None:
+            names.update((t, (key, j)) for j, t in enumerate(node.outputs))
         for i in set(node.inputs):
             if last.get(i) == k:
                 del env[i]  # free intermediates as soon as their last consumer ran
     return [env[o] for o in g.outputs]
+
+
+def _run_node(g: KernelGraph, node: Node, args: list[Any], ns: NumberSystem) -> list[Any]:
+    if node.op is Op.CUSTOMIZED:
+        assert node.body is not None
+        return run_block_graph(node.body, args, ns)
+    return _evaluate(ns, node, [g.tensors[i].dims for i in node.inputs], args, 64)
 
 
 def _evaluate(ns: NumberSystem, node: Node, in_dims: list[tuple[int, ...]], args: list[Any],

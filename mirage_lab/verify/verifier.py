@@ -41,6 +41,7 @@ from mirage_lab.semantics.footprint import (
     require_memory,
 )
 from mirage_lab.semantics.interpret import run_kernel_graph
+from mirage_lab.semantics.kernel_memo import KernelMemo, MemoScope
 from mirage_lab.semantics.liveness import live_inputs
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
@@ -101,6 +102,8 @@ class Verifier:
         self._float_program: dict[int, tuple[list[Any], list[Any]]] = {}
         self._program_seconds = 0.0
         self.shared: SharedTrials | None = None  # (``share_trials``) this machine's copy of the trials
+        # kernels already evaluated on a trial's inputs: a search's candidates share their first kernels
+        self.memo = KernelMemo()
         self._ref_live = live_inputs(self.reference)  # (semantics/liveness.py)
         self.ref_degree = degree(self.reference)
         self.ref_heuristic = heuristic_ops(self.reference)
@@ -147,7 +150,8 @@ class Verifier:
 
     def _evaluate(self, trial: int) -> tuple[list[FieldValue], list[FieldValue], tuple[str, ...]]:
         ins = self._inputs(trial)
-        outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self._ref_live), self.ns)]
+        outs = [self.ns.to_host(v) for v in run_kernel_graph(self.reference, self._live(ins, self._ref_live), self.ns,
+                                                             self.memo.scope(("field", trial), self._ref_live))]
         return ins, outs, tuple(_digest(v) for v in outs)
 
     def share_trials(self) -> str | None:
@@ -177,13 +181,15 @@ class Verifier:
             arrays += [c for v in (*ins, *outs) for c in (v.p, v.q)]
         for fins, fouts in self._float_program.values():
             arrays += [*fins, *fouts]
-        return sum(int(a.nbytes) for a in arrays if any(a.strides))  # zero-strided views hold no memory
+        held = sum(int(a.nbytes) for a in arrays if any(a.strides))  # zero-strided views hold no memory
+        return held + self.memo.bytes
 
     def release(self) -> None:
         """Drop the cached program evaluations (they are rebuilt when a check needs them again): a search's
         parent, whose workers do the checking, would otherwise hold them all search long (7.5 GB for MHA b8)."""
         self._program.clear()
         self._float_program.clear()
+        self.memo.clear()
 
     # -- checking -------------------------------------------------------------------------------
     def check(self, candidate: Any) -> VerificationResult:
@@ -264,7 +270,8 @@ class Verifier:
                ) -> TrialEvidence:
         ins, want, digests = self.program(k)
         t = time.perf_counter()
-        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, self._live(ins, live), self.ns)]
+        got = [self.ns.to_host(v) for v in run_kernel_graph(cand, self._live(ins, live), self.ns,
+                                                            self.memo.scope(("field", k), live))]
         equal = {(i, j): got[j].equals(want[i]) for perm in perms for i, j in enumerate(perm)}
         matched = tuple(perm for perm in perms if all(equal[(i, j)] for i, j in enumerate(perm)))
         witness = None
@@ -291,7 +298,7 @@ class Verifier:
                 ins, want = self._float_reference(ns, k)
                 if not all(np.isfinite(w).all() for w in want):
                     continue
-                got = [ns.to_host(v) for v in run_kernel_graph(cand, ins, ns)]
+                got = [ns.to_host(v) for v in run_kernel_graph(cand, ins, ns, self._float_scope(k))]
             return want, got, True
         return [], [], False
 
@@ -301,8 +308,12 @@ class Verifier:
             low, high = FLOAT_RANGES[k]
             rng = np.random.default_rng([self.seed, 1 << 20])
             ins = [ns.from_host(rng.uniform(low, high, t.dims)) for t in self.reference.input_types]
-            self._float_program[k] = (ins, [ns.to_host(v) for v in run_kernel_graph(self.reference, ins, ns)])
+            outs = run_kernel_graph(self.reference, ins, ns, self._float_scope(k))
+            self._float_program[k] = (ins, [ns.to_host(v) for v in outs])
         return self._float_program[k]
+
+    def _float_scope(self, k: int) -> MemoScope:
+        return self.memo.scope(("float", k), [None] * len(self.reference.inputs))
 
     @staticmethod
     def _float_verdict(floats: tuple[list[Any], list[Any], bool], perm: tuple[int, ...]) -> FloatCheck:
