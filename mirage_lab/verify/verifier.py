@@ -203,7 +203,11 @@ class Verifier:
                 return self._check(cand)
         # (the reference was checked once, when the verifier was made); a candidate needing over half the free
         # memory waits until no other such verification runs (another search worker's, say), then is checked
-        with large_allocation_turn(peak_elements(cand) * self.ns.element_bytes):
+        need = peak_elements(cand) * self.ns.element_bytes
+        have = available_bytes()
+        if have is not None and need > have:  # the kept kernels give way first (``KernelMemo``)
+            self.memo.clear()
+        with large_allocation_turn(need):
             require_memory(cand, self.ns.element_bytes, "verifying over the finite field", self.memory_wait_s)
             with memory_guard("verifying over the finite field"):
                 return self._check(cand)

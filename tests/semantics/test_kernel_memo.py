@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -107,3 +109,16 @@ def test_verdicts_do_not_depend_on_the_memo(float_first: bool) -> None:
     assert with_memo.cached_bytes() > without.cached_bytes()
     with_memo.release()
     assert with_memo.memo.bytes == 0
+
+
+def test_the_kept_kernels_give_way_to_a_candidate_that_needs_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    verifier_module = importlib.import_module("mirage_lab.verify.verifier")  # (``ml.verify`` is the function)
+    v = Verifier(_program(), float_check=False)
+    v.check(_two_kernels("exp"))
+    hits = v.memo.hits
+    v.check(_two_kernels("exp", grid=8))
+    assert v.memo.hits > hits  # kernel 1 was kept
+    hits = v.memo.hits
+    monkeypatch.setattr(verifier_module, "available_bytes", lambda: 0)  # (what the memory check sees is untouched)
+    assert v.check(_two_kernels("exp", grid=8)).equivalent
+    assert v.memo.hits == hits  # cleared before the check: everything ran again
