@@ -59,11 +59,12 @@ class BlockLevel(Walk):
         n = len(b.tensors)
         n_old, inherited = b.viable[-1] if b.viable else (0, None)
         posts = [t.post for t in b.tensors]
+        post = {i for i, p in enumerate(posts) if p}
         out: list[list[Entry]] = []
         for k, info in enumerate(self.block_ops):
             fresh = checks.order_after(self, b.last, info, n, counts, n_old)
             kept = len(fresh)
-            fresh = checks.phase(fresh, posts, info)
+            fresh = checks.phase(fresh, posts, info, post)
             counts["phase"] += kept - len(fresh)
             entries = [e for idx in fresh if (e := self._check_block_op(node, b, info, idx, counts)) is not None]
             if inherited is not None and inherited[k]:
@@ -82,10 +83,11 @@ class BlockLevel(Walk):
         expressions) and the for-loop range, so each is worked out once per such key, when first needed, and
         remembered (``block_memo``). The shared-memory budget depends on the state and is checked every time.
         """
-        ins = [b.tensors[i] for i in idx]
-        key = (info.ident, b.frange, *[t.sig for t in ins])
+        ts = b.tensors
+        key = (info.ident, b.frange, *[ts[i].sig for i in idx])
         memo = self.block_memo.get(key)
         if memo is None:
+            ins = [ts[i] for i in idx]
             dims = checks.shape(self, info, ins, Level.BLOCK)
             add = sum(math.prod(d) for d in dims) * ins[0].dtype.itemsize if dims and info.smem_counted else 0
             memo = self.block_memo[key] = [dims, add, _MISSING, _MISSING]
@@ -97,12 +99,12 @@ class BlockLevel(Walk):
             counts["smem"] += 1
             return None
         if parts is _MISSING:
-            parts = memo[2] = checks.index(self, info, ins, dims)
+            parts = memo[2] = checks.index(self, info, [ts[i] for i in idx], dims)
         if isinstance(parts, str):
             counts["index"] += 1
             return None
         if judged is _MISSING:
-            judged = memo[3] = self.judgement(info, ins, b.frange)
+            judged = memo[3] = self.judgement(info, [ts[i] for i in idx], b.frange)
         exprs, bad = judged
         if bad is not None:
             self.oracle_prune(node, "b", idx, info, bad, counts)

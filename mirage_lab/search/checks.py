@@ -81,10 +81,13 @@ def shape(w: Walk, info: OpInfo, ins: list[T], level: Level) -> list[Dims] | Non
     return got  # type: ignore[return-value]
 
 
-def phase(tuples: list[tuple[int, ...]], posts: list[bool], info: OpInfo) -> list[tuple[int, ...]]:
+def phase(tuples: list[tuple[int, ...]], posts: list[bool], info: OpInfo,
+          post: set[int] | None = None) -> list[tuple[int, ...]]:
     """The operand tuples whose phases allow the op (SPEC §3.3): an accumulator reads loop-phase tensors
-    only, any other op reads tensors of one phase (and its output has that phase)."""
-    post = {i for i, p in enumerate(posts) if p}
+    only, any other op reads tensors of one phase (and its output has that phase). ``post``: the indices of
+    the post-loop tensors, when the caller has them (one state asks for every op)."""
+    if post is None:
+        post = {i for i, p in enumerate(posts) if p}
     if not post:  # every tensor in the loop phase (most states): every tuple qualifies
         return tuples
     if info.accum:

@@ -18,7 +18,7 @@ from mirage_lab.search.decision import KernelOp, OpenBlock
 from mirage_lab.search.event_schema import task_event
 from mirage_lab.search.goal import final_kernel
 from mirage_lab.search.state import CUSTOMIZED_CODE, Block, Key, OpInfo, T
-from mirage_lab.search.tiling import loader_parts
+from mirage_lab.search.tiling import Parts, loader_parts
 from mirage_lab.search.walk import Walk
 
 
@@ -96,19 +96,30 @@ class KernelLevel(Walk):
         self._child(node, decision)
         self.block = None
 
+    def _loader(self, src: T, imap: tuple[int, ...], fmap: int, grid: tuple[int, int, int], frange: int
+                ) -> tuple[Dims, Parts, int]:
+        """A loader's tile, its parts and its shared-memory bytes, worked out once per source type and maps (a deep
+        task opens a later kernel tens of thousands of times on the same few kernel tensors)."""
+        source = checks.source_parts(src)
+        key = (src.dims, src.dtype, source, imap, fmap, grid, frange)
+        got = self.loaders.get(key)
+        if got is None:
+            tile = loader_tile(src.dims, imap, fmap, grid, frange)
+            # positions in a program input are its indices; an intermediate's only in its aligned dims (it may
+            # hold concatenated partials: ``tiling.saved_parts``)
+            part = loader_parts(len(tile), imap, fmap, grid, frange, source)
+            got = self.loaders[key] = (tile, part, counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)]))
+        return got
+
     def _open_block(self, decision: OpenBlock, key: Key) -> bool:
         """Open the block graph ``decision`` names, with its loaders; False when they exceed shared memory."""
         tensors, smem = [], 0
         grid, frange = decision.grid, decision.frange
         for i, imap, fmap in zip(decision.inputs, decision.imaps, decision.fmaps, strict=True):
             src = self.kt[i]
-            tile = loader_tile(src.dims, imap, fmap, grid, frange)
-            # positions in a program input are its indices; an intermediate's only in its aligned dims (it may
-            # hold concatenated partials: ``tiling.saved_parts``)
-            part = loader_parts(len(tile), imap, fmap, grid, frange, checks.source_parts(src))
-            t = self.signed(T(tile, src.dtype, src.expr, source=True, part=part))
-            smem += counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)])
-            tensors.append(t)
+            tile, part, nbytes = self._loader(src, imap, fmap, grid, frange)
+            tensors.append(self.signed(T(tile, src.dtype, src.expr, source=True, part=part)))
+            smem += nbytes
         if not checks.smem(self, smem):
             return False
         self.blocks_opened += 1
