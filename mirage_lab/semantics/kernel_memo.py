@@ -19,6 +19,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from mirage_lab.ir.graph import Node
+from mirage_lab.semantics.footprint import total_bytes
 
 #: the budget when none is given: at most this much, and at most 1/16 of the machine's memory
 DEFAULT_MAX_BYTES = 1 << 30
@@ -88,8 +89,6 @@ class MemoScope:
 
 
 def default_budget() -> int:
-    from mirage_lab.semantics.footprint import total_bytes
-
     total = total_bytes()
     return DEFAULT_MAX_BYTES if total is None else min(DEFAULT_MAX_BYTES, total // 16)
 
