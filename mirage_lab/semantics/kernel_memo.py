@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from mirage_lab.ir.graph import Node
+from mirage_lab.semantics.field import FieldValue
 from mirage_lab.semantics.footprint import total_bytes
 
 #: the budget when none is given: at most this much, and at most 1/16 of the machine's memory
@@ -56,7 +57,7 @@ class KernelMemo:
             return entry[0]
 
     def put(self, key: Hashable, outputs: list[Any]) -> None:
-        size = sum(_held_bytes(v) for v in outputs)
+        size = held_bytes(outputs)
         if size > self.max_bytes or key in self._entries:
             return  # (a race with another thread's put of the same key keeps the first)
         for v in outputs:
@@ -95,11 +96,12 @@ def default_budget() -> int:
 
 def _arrays(v: Any) -> tuple[Any, ...]:
     """The arrays a value holds: a field value's two components, or the array itself."""
-    return (v.p, v.q) if hasattr(v, "p") and hasattr(v, "q") else (v,)
+    return (v.p, v.q) if isinstance(v, FieldValue) else (v,)
 
 
-def _held_bytes(v: Any) -> int:
-    return sum(int(a.nbytes) for a in _arrays(v) if any(a.strides))  # zero-strided views hold no memory
+def held_bytes(values: Iterable[Any]) -> int:
+    """The memory ``values`` (arrays or field values) hold; a zero-strided view (a broadcast value) holds none."""
+    return sum(int(a.nbytes) for v in values for a in _arrays(v) if any(a.strides))
 
 
 def _freeze(v: Any) -> None:

@@ -41,7 +41,7 @@ from mirage_lab.semantics.footprint import (
     require_memory,
 )
 from mirage_lab.semantics.interpret import run_kernel_graph
-from mirage_lab.semantics.kernel_memo import KernelMemo, MemoScope
+from mirage_lab.semantics.kernel_memo import KernelMemo, MemoScope, held_bytes
 from mirage_lab.semantics.liveness import live_inputs
 from mirage_lab.verify.degree import degree, heuristic_ops, unsupported_ops
 from mirage_lab.verify.result import FloatCheck, TrialEvidence, VerificationResult, Witness
@@ -175,14 +175,13 @@ class Verifier:
         return self._program_seconds
 
     def cached_bytes(self) -> int:
-        """Memory held by the cached program evaluations (field trials and the float64 check)."""
-        arrays: list[Any] = []
+        """Memory held by the cached program evaluations (field trials and the float64 check) and the kept kernels."""
+        values: list[Any] = []
         for ins, outs, _ in self._program.values():
-            arrays += [c for v in (*ins, *outs) for c in (v.p, v.q)]
+            values += [*ins, *outs]
         for fins, fouts in self._float_program.values():
-            arrays += [*fins, *fouts]
-        held = sum(int(a.nbytes) for a in arrays if any(a.strides))  # zero-strided views hold no memory
-        return held + self.memo.bytes
+            values += [*fins, *fouts]
+        return held_bytes(values) + self.memo.bytes
 
     def release(self) -> None:
         """Drop the cached program evaluations (they are rebuilt when a check needs them again): a search's
