@@ -72,11 +72,13 @@ class AccumRule:
     ``contrib`` reduces one iteration's tile; ``combine`` is "sum", "max" or "rescale";
     ``finalize`` post-processes the combined value given ``count`` = F · (reduced last dim), and
     ``cuda_finalize`` and ``triton_finalize`` are the same in CUDA and Triton: templates of ``{v}`` (the combined
-    value) and ``{count}``.
+    value) and ``{count}``. ``linear``: ``contrib`` is linear in the tile, so a "sum" accumulator is a function
+    of the tiles' sum over the loop (``search/folds.py``).
     """
 
     contrib: Callable[[Any, Any, int], Any]
     combine: str = "sum"
+    linear: bool = True
     finalize: Callable[[Any, Any, int], Any] | None = None
     cuda_finalize: str | None = None
     triton_finalize: str | None = None

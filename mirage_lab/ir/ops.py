@@ -319,7 +319,7 @@ _ROWS: list[OpSpec] = [
            AccumRule(contrib_row_sum, finalize=final_mean, cuda_finalize="{v} / {count}",
                      triton_finalize="{v} / {count}"), abs_accum("sum")),
     _accum(Op.ACCUM_RMS, 2503, 1, shape_accum_red,
-           AccumRule(contrib_row_sumsq, finalize=final_rms, cuda_finalize="sqrtf({v} / {count})",
+           AccumRule(contrib_row_sumsq, linear=False, finalize=final_rms, cuda_finalize="sqrtf({v} / {count})",
                      triton_finalize="tl.sqrt({v} / {count})"), abs_accum("rms"),
            field=FieldRule("heuristic", f"the root of the mean square, by {_SQRT}"), search=BLOCK_DEFAULT),
     _accum(Op.ACCUM_SUM_TODIMX, 2504, 1, shape_accum_todimx, AccumRule(contrib_todimx),

@@ -12,7 +12,7 @@ import math
 
 from mirage_lab.ir.ops import Level
 from mirage_lab.search import candidates as cands
-from mirage_lab.search import checks
+from mirage_lab.search import checks, folds
 from mirage_lab.search.bound import state_bound
 from mirage_lab.search.decision import BlockOp, Close
 from mirage_lab.search.goal import may_finish
@@ -136,7 +136,10 @@ class BlockLevel(Walk):
         for i in idx:
             b.tensors[i].uses += 1
         last, b.last = b.last, (idx, info.ident)
-        b.tensors.extend(self.signed(T(d, dtype, e, post=post, part=None if parts is None else parts[k]))
+        ins = [b.tensors[i] for i in idx]
+        deps, blind = frozenset().union(*(t.deps for t in ins)), folds.op_blind(info, ins)
+        b.tensors.extend(self.signed(T(d, dtype, e, post=post, part=None if parts is None else parts[k], deps=deps,
+                                       blind=blind))
                          for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))
         b.smem += add
         b.n_ops += 1

@@ -29,6 +29,7 @@ from mirage_lab.ir.tensor import Dims
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.bound import candidate_bound, state_bound
 from mirage_lab.search.decision import BlockOp, Decision, KernelOp
+from mirage_lab.search.folds import folded_only
 from mirage_lab.search.goal import final_kernel, foreign_function_of
 from mirage_lab.search.state import Block, Entry, Key, OpInfo, T
 from mirage_lab.search.tiling import Parts, aligned, op_parts, saved_parts
@@ -216,7 +217,7 @@ def semantic_duplicate(w: Walk, node: str, decision: Decision) -> bool:
     if "semantic_duplicate" not in w.on or w.block is None:
         return False
     b = w.block
-    sig = (b.serial, tuple(sorted((w.nf_key(t.expr), t.dims, t.post) for t in b.tensors)))
+    sig = (b.serial, tuple(sorted((w.nf_key(t.expr), t.dims, t.post, tuple(sorted(t.blind))) for t in b.tensors)))
     if sig in w.seen_states:
         w.prune(node, "duplicate", decision)
         return True
@@ -282,6 +283,9 @@ CHECKS: tuple[Check, ...] = (
     Check("smem", "smem", "loaders and block ops fit the shared-memory budget (SPEC §3.6)", smem, required=True),
     Check("goal", "goal", "the last kernel op the cap allows must be able to save the program's outputs",
           final_kernel, setting=("final_kernel_checks", True)),
+    Check("folded_inputs", "goal", "the last kernel op the cap allows must not load only sums over the for-loop "
+          "of an input the program's outputs tell apart (folds.py)", folded_only,
+          setting=("final_kernel_checks", True)),
     Check("closing_rule", None, "a block graph closes when its dangling tensors are post-loop, none a loader, "
           "at most max_block_outputs (SPEC §7.2 B1)", closing_rule, required=True),
     Check("block_cap", None, "at most max_block_ops block ops, loaders included", block_cap, required=True),
@@ -305,7 +309,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "root": ("foreign_ops",),
     "kernel state": ("precheck", "candidate_bound", "kernel_cap", "state_bound"),
     "kernel op": ("order", "twin", "shape", "oracle", "intermediate_parts"),
-    "customized op": ("customized_cap", "order", "smem", "goal"),
+    "customized op": ("customized_cap", "order", "smem", "goal", "folded_inputs"),
     "block state": ("state_bound", "closing_rule", "goal", "block_cap", "cannot_close"),
     "block op": ("order", "phase", "shape", "smem", "index", "oracle", "twin", "semantic_duplicate"),
     "close": ("goal", "intermediate_parts", "kernel_duplicate"),

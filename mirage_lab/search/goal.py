@@ -20,6 +20,7 @@ from mirage_lab.absexpr.terms import REDUCE, UNARY, Term, var
 from mirage_lab.errors import MirageError
 from mirage_lab.ir.ops import Op
 from mirage_lab.search import candidates as cands
+from mirage_lab.search.folds import folded_only
 from mirage_lab.search.state import Block, OpInfo, variables
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ def final_kernel(w: Walk, b: Block) -> None:
     if lacking:
         b.unreachable = (f"the last kernel op the cap allows loads nothing that reads input(s) "
                          f"{', '.join(f'v{i}' for i in lacking)}, which the program's outputs read")
+        return
+    folded = folded_only(w, b)
+    if folded is not None:
+        b.unreachable = f"the last kernel op the cap allows cannot compute the program: {folded}"
 
 
 def _saves_an_output(w: Walk, omap: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:

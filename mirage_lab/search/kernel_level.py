@@ -12,7 +12,7 @@ from mirage_lab.ir.ops import Level, Op
 from mirage_lab.ir.smem import counted_bytes
 from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
-from mirage_lab.search import checks
+from mirage_lab.search import checks, folds
 from mirage_lab.search.bound import state_bound
 from mirage_lab.search.decision import KernelOp, OpenBlock
 from mirage_lab.search.event_schema import task_event
@@ -118,7 +118,9 @@ class KernelLevel(Walk):
         for i, imap, fmap in zip(decision.inputs, decision.imaps, decision.fmaps, strict=True):
             src = self.kt[i]
             tile, part, nbytes = self._loader(src, imap, fmap, grid, frange)
-            tensors.append(self.signed(T(tile, src.dtype, src.expr, source=True, part=part)))
+            fold = folds.loader_move(src, src.dims, imap, fmap, grid, frange)
+            tensors.append(self.signed(T(tile, src.dtype, src.expr, source=True, part=part, deps=src.deps,
+                                         blind=src.blind, fold=fold)))
             smem += nbytes
         if not checks.smem(self, smem):
             return False

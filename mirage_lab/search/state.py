@@ -24,6 +24,8 @@ from mirage_lab.search.tiling import Parts
 Key = tuple[tuple[int, ...], int]  # (operand indices, the op's ``OpInfo.ident``)
 VARIANTS = 1 << 20  # attribute variants of one op code an ``OpInfo.ident`` can tell apart
 CUSTOMIZED_CODE = Op.CUSTOMIZED.spec.code(Level.KERNEL) * VARIANTS  # as an ``OpInfo.ident``
+#: (``folds.py``) 1 added to program input i at the origin, 1 taken away at position s of dim d: (i, d, s)
+Move = tuple[int, int, int]
 
 
 class StopSearch(Exception):
@@ -46,6 +48,11 @@ class T:
     uses: int = 0
     part: Parts | None = None  # block level, ``index_checks``: the axes partitioning each dim (``tiling``)
     sig: int = -1  # block level: one number per (dims, dtype, part, expr), for the walk's block memo
+    # ``folded_inputs`` (``folds.py``): the program inputs it reads, the input moves it cannot see, and (a loader
+    # of a program input split by the for-loop) the move an accumulator summing its tiles cannot see
+    deps: frozenset[int] = frozenset()
+    blind: frozenset[Move] = frozenset()
+    fold: Move | None = None
 
 
 #: a viable block op: operand indices, output dims, output expressions, shared-memory bytes it adds, parts
@@ -155,7 +162,8 @@ class Outcome:
 
 def saved(b: Block, dangling: list[int], omap: tuple[int, ...]) -> list[T]:
     """The kernel tensors a block graph's savers write with ``omap``."""
-    return [T(saver_dims(b.tensors[i].dims, omap, b.grid), b.tensors[i].dtype, b.tensors[i].expr) for i in dangling]
+    return [T(saver_dims(t.dims, omap, b.grid), t.dtype, t.expr, deps=t.deps, blind=t.blind)
+            for t in (b.tensors[i] for i in dangling)]
 
 
 def variables(t: Term) -> frozenset[int]:

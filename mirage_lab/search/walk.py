@@ -18,7 +18,7 @@ from mirage_lab.absexpr.terms import Term
 from mirage_lab.ir.graph import KernelGraph
 from mirage_lab.ir.ops import Level, ShapeContext
 from mirage_lab.ir.tensor import Dims
-from mirage_lab.search import checks
+from mirage_lab.search import checks, folds
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.decision import Decision, OpenBlock
 from mirage_lab.search.event_schema import prune_event
@@ -109,9 +109,9 @@ class Walk:
 
     def _start(self) -> None:
         """Put the walk's state at the root: the program's inputs only."""
-        self.kt: list[T] = [T(t.dims, t.dtype, e, source=True)
-                            for t, e in zip(self.program.input_types, input_terms(len(self.program.inputs)),
-                                            strict=True)]
+        self.kt: list[T] = [T(t.dims, t.dtype, e, source=True, deps=frozenset({i}))
+                            for i, (t, e) in enumerate(zip(self.program.input_types,
+                                                           input_terms(len(self.program.inputs)), strict=True))]
         self.k_ops = len(self.kt)
         self.k_last: Key | None = None
         self.n_custom = 0
@@ -191,7 +191,9 @@ class Walk:
     def kernel_outputs(self, info: OpInfo, ins: list[T], dims: list[Dims], exprs: Sequence[Term]) -> list[T]:
         """The kernel tensors a kernel op adds, with their alignment (``checks.kernel_op_parts``)."""
         parts = checks.kernel_op_parts(self, info, ins, dims)
-        return [T(d, ins[0].dtype, e, part=p) for d, e, p in zip(dims, exprs, parts, strict=True)]
+        deps, blind = frozenset().union(*(t.deps for t in ins)), folds.joined(ins)
+        return [T(d, ins[0].dtype, e, part=p, deps=deps, blind=blind)
+                for d, e, p in zip(dims, exprs, parts, strict=True)]
 
     def _pop_kernel(self, undo: tuple[Any, ...]) -> None:
         idx, last, n = undo

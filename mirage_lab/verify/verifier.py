@@ -54,6 +54,8 @@ AUTO_FLOAT_ELEMENTS = 1 << 25
 FLOAT_RTOL = 1e-7
 #: the float64 check's input ranges: signed first, positive if the program overflows or hits NaN on those
 FLOAT_RANGES = ((-0.5, 0.5), (0.1, 0.6))
+#: ``moved_by``: a change in the program's outputs this far above their size is the move's, not rounding's (1e-16)
+MOVE_RTOL = 1e-9
 
 
 def _digest(v: FieldValue) -> str:
@@ -100,6 +102,7 @@ class Verifier:
         self._program: dict[int, tuple[list[FieldValue], list[FieldValue], tuple[str, ...]]] = {}
         # per input range of the float64 check: its inputs and the reference's outputs
         self._float_program: dict[int, tuple[list[Any], list[Any]]] = {}
+        self._moved: dict[tuple[int, int, int], bool] = {}  # (``moved_by``) per input move
         self._program_seconds = 0.0
         self.shared: SharedTrials | None = None  # (``share_trials``) this machine's copy of the trials
         # kernels already evaluated on a trial's inputs: a search's candidates share their first kernels
@@ -314,6 +317,28 @@ class Verifier:
             outs = run_kernel_graph(self.reference, ins, ns, self._float_scope(k))
             self._float_program[k] = (ins, [ns.to_host(v) for v in outs])
         return self._float_program[k]
+
+    def moved_by(self, i: int, dim: int, step: int) -> bool:
+        """Whether every output of the program changes when input ``i`` gains 1 at the origin and loses 1 at position
+        ``step`` of ``dim`` (float64, the float check's first inputs), by far more than rounding could: then no
+        function that cannot see that move computes the program (``search/folds.py``). Remembered per move."""
+        key = (i, dim, step)
+        if key not in self._moved:
+            ns = FloatArith(self.backend)
+            with np.errstate(all="ignore"):
+                ins, want = self._float_reference(ns, 0)
+                x = np.array(ns.to_host(ins[i]), dtype=np.float64)
+                at = [0] * x.ndim
+                x[tuple(at)] += 1.0
+                at[dim] = step
+                x[tuple(at)] -= 1.0
+                moved = [ns.from_host(x) if k == i else v for k, v in enumerate(ins)]
+                got = [ns.to_host(v) for v in run_kernel_graph(self.reference, moved, ns)]
+            self._moved[key] = all(
+                np.isfinite(w).all() and np.isfinite(g).all()
+                and float(np.abs(g - w).max()) > MOVE_RTOL * max(float(np.abs(w).max()), 1e-300)
+                for w, g in zip(want, got, strict=True))
+        return self._moved[key]
 
     def _float_scope(self, k: int) -> MemoScope:
         return self.memo.scope(("float", k), [None] * len(self.reference.inputs))
