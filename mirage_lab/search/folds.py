@@ -24,30 +24,29 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from mirage_lab.ir.tensor import Dims
 from mirage_lab.search.state import Move, OpInfo, T
 
 if TYPE_CHECKING:
     from mirage_lab.search.state import Block
     from mirage_lab.search.walk import Walk
 
-NONE: frozenset[Move] = frozenset()
+NO_MOVES: frozenset[Move] = frozenset()
 
 
-def loader_move(src: T, dims: Dims, imap: tuple[int, ...], fmap: int, grid: tuple[int, int, int],
-                frange: int) -> Move | None:
+def loader_move(src: T, imap: tuple[int, ...], fmap: int, grid: tuple[int, int, int], frange: int) -> Move | None:
     """The move an accumulator summing this loader's tiles is blind to: the loader reads a program input and the
     for-loop splits one of its dims; None otherwise."""
     if not src.source or fmap < 0 or frange < 2:
         return None
+    (i,) = src.deps
     split = math.prod(g for a, g in enumerate(grid) if imap[a] == fmap and g > 1) * frange
-    return int(src.expr.param[0]), fmap, dims[fmap] // split
+    return i, fmap, src.dims[fmap] // split
 
 
 def joined(ins: list[T]) -> frozenset[Move]:
     """The moves all of ``ins`` are blind to, so that an op of them is too."""
     if all(not t.blind for t in ins):
-        return NONE  # (most tensors: nothing is folded)
+        return NO_MOVES  # (most tensors: nothing is folded)
     out = set()
     for m in frozenset().union(*(t.blind for t in ins)):
         if all(m in t.blind or m[0] not in t.deps for t in ins):

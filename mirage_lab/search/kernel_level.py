@@ -118,7 +118,7 @@ class KernelLevel(Walk):
         for i, imap, fmap in zip(decision.inputs, decision.imaps, decision.fmaps, strict=True):
             src = self.kt[i]
             tile, part, nbytes = self._loader(src, imap, fmap, grid, frange)
-            fold = folds.loader_move(src, src.dims, imap, fmap, grid, frange)
+            fold = folds.loader_move(src, imap, fmap, grid, frange)
             tensors.append(self.signed(T(tile, src.dtype, src.expr, source=True, part=part, deps=src.deps,
                                          blind=src.blind, fold=fold)))
             smem += nbytes

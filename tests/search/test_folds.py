@@ -47,7 +47,7 @@ def _kernel(acc: str | None) -> ml.KernelGraph:
 def _claim(op: Op) -> frozenset[tuple[int, int, int]]:
     src = T(V_DIMS, float16, var(0), source=True, deps=frozenset({0}))
     tile = T((1, 8, 8), float16, var(0), source=True, deps=src.deps,
-             fold=folds.loader_move(src, V_DIMS, (P, 1, P), 1, GRID, F))
+             fold=folds.loader_move(src, (P, 1, P), 1, GRID, F))
     return folds.op_blind(OpInfo(op, Level.BLOCK), [tile])
 
 
