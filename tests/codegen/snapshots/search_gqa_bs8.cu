@@ -68,82 +68,116 @@ __device__ __forceinline__ void mirage_mma(float (&c)[4], const mirage_frag_a& a
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(128, 3) mirage_k3(
+extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     const __half* __restrict__ in2,
     __half* __restrict__ out0,
     __half* __restrict__ out1) {
-  // grid (16, 16, 4), 128 threads, F = 4, 71840 B shared (first-fit; 80160 B without reuse), 4 barriers, loop tiles copied 1 iteration(s) ahead
+  // grid (16, 8, 1), 128 threads, F = 16, 162656 B shared (first-fit; 195936 B without reuse), 4 barriers, loop tiles copied 3 iteration(s) ahead
   extern __shared__ __align__(16) char smem[];
-  __half* s0 = reinterpret_cast<__half*>(smem + 53184);
-  __half* s1_ring = reinterpret_cast<__half*>(smem + 0);
-  __half* s2_ring = reinterpret_cast<__half*>(smem + 18400);
-  __half* s4 = reinterpret_cast<__half*>(smem + 62640);
-  __half* s5 = reinterpret_cast<__half*>(smem + 8192);
-  __half* s7 = reinterpret_cast<__half*>(smem + 0);
-  float* acc5 = reinterpret_cast<float*>(smem + 62384);
-  float* acc7 = reinterpret_cast<float*>(smem + 36800);
+  __half* s0 = reinterpret_cast<__half*>(smem + 65536);
+  __half* s1_ring = reinterpret_cast<__half*>(smem + 102384);
+  __half* s2_ring = reinterpret_cast<__half*>(smem + 122800);
+  __half* s4 = reinterpret_cast<__half*>(smem + 142192);
+  __half* s5 = reinterpret_cast<__half*>(smem + 98304);
+  __half* s7 = reinterpret_cast<__half*>(smem + 65536);
+  float* acc5 = reinterpret_cast<float*>(smem + 141168);
+  float* acc7 = reinterpret_cast<float*>(smem + 0);
   // s0 = input()  // hoisted: the same tile every iteration
   {
-    const long long base = (long long)blockIdx.x * 16384 + (long long)blockIdx.z * 4096;
-    for (int c = threadIdx.x; c < 512; c += 128) {
+    const long long base = (long long)blockIdx.x * 16384;
+    for (int c = threadIdx.x; c < 2048; c += 128) {
       const int idx = c * 8;
       mirage_cp_async<16>(&s0[idx / 64 * 72 + idx % 64], &in0[base + (idx / 64) * 64 + idx % 64]);
     }
   }
   // s1 = input()  // iteration 0, into ring slot 0
   {
-    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 256 + (long long)0 * 64;
-    for (int c = threadIdx.x; c < 512; c += 128) {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 512 + (long long)0 * 32;
+    for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      mirage_cp_async<16>(&(s1_ring + (0) * 4600)[idx / 64 * 72 + idx % 64], &in1[base + (idx / 64) * 4096 + idx % 64]);
+      mirage_cp_async<16>(&(s1_ring + (0) * 2552)[idx / 32 * 40 + idx % 32], &in1[base + (idx / 32) * 4096 + idx % 32]);
     }
   }
   // s2 = input()  // iteration 0, into ring slot 0
   {
-    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 16384 + (long long)0 * 4096;
-    for (int c = threadIdx.x; c < 512; c += 128) {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 32768 + (long long)0 * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c * 8;
-      mirage_cp_async<16>(&(s2_ring + (0) * 4600)[idx / 64 * 72 + idx % 64], &in2[base + (idx / 64) * 64 + idx % 64]);
+      mirage_cp_async<16>(&(s2_ring + (0) * 2296)[idx / 64 * 72 + idx % 64], &in2[base + (idx / 64) * 64 + idx % 64]);
     }
   }
   mirage_cp_async_commit();  // group 0: iteration 0's tiles
-  for (int idx = threadIdx.x; idx < 64; idx += 128) {
+  // s1 = input()  // iteration 1, into ring slot 1
+  {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 512 + (long long)1 * 32;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s1_ring + (1) * 2552)[idx / 32 * 40 + idx % 32], &in1[base + (idx / 32) * 4096 + idx % 32]);
+    }
+  }
+  // s2 = input()  // iteration 1, into ring slot 1
+  {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 32768 + (long long)1 * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s2_ring + (1) * 2296)[idx / 64 * 72 + idx % 64], &in2[base + (idx / 64) * 64 + idx % 64]);
+    }
+  }
+  mirage_cp_async_commit();  // group 1: iteration 1's tiles
+  // s1 = input()  // iteration 2, into ring slot 2
+  {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 512 + (long long)2 * 32;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s1_ring + (2) * 2552)[idx / 32 * 40 + idx % 32], &in1[base + (idx / 32) * 4096 + idx % 32]);
+    }
+  }
+  // s2 = input()  // iteration 2, into ring slot 2
+  {
+    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 32768 + (long long)2 * 2048;
+    for (int c = threadIdx.x; c < 256; c += 128) {
+      const int idx = c * 8;
+      mirage_cp_async<16>(&(s2_ring + (2) * 2296)[idx / 64 * 72 + idx % 64], &in2[base + (idx / 64) * 64 + idx % 64]);
+    }
+  }
+  mirage_cp_async_commit();  // group 2: iteration 2's tiles
+  for (int idx = threadIdx.x; idx < 256; idx += 128) {
     acc5[idx] = 0.f;  // each thread updates the elements it zeroes
   }
-  for (int idx = threadIdx.x; idx < 4096; idx += 128) {
+  for (int idx = threadIdx.x; idx < 16384; idx += 128) {
     acc7[idx] = 0.f;  // each thread updates the elements it zeroes
   }
-  for (int i = 0; i < 4; ++i) {
-    mirage_cp_async_wait<0>();  // this thread's copies of iteration i have landed
-    __half* const s1 = s1_ring + (i % 2) * 4600;
-    __half* const s2 = s2_ring + (i % 2) * 4600;
+  for (int i = 0; i < 16; ++i) {
+    mirage_cp_async_wait<2>();  // this thread's copies of iteration i have landed
+    __half* const s1 = s1_ring + (i % 4) * 2552;
+    __half* const s2 = s2_ring + (i % 4) * 2296;
     __syncthreads();  // next stage reads this one
-    if (i + 1 < 4) {
-      // s1 = input()  // iteration i + 1, into the slot iteration i - 1 read
+    if (i + 3 < 16) {
+      // s1 = input()  // iteration i + 3, into the slot iteration i - 1 read
       {
-        const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 256 + (long long)(i + 1) * 64;
-        for (int c = threadIdx.x; c < 512; c += 128) {
+        const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 512 + (long long)(i + 3) * 32;
+        for (int c = threadIdx.x; c < 256; c += 128) {
           const int idx = c * 8;
-          mirage_cp_async<16>(&(s1_ring + ((i + 1) % 2) * 4600)[idx / 64 * 72 + idx % 64], &in1[base + (idx / 64) * 4096 + idx % 64]);
+          mirage_cp_async<16>(&(s1_ring + ((i + 3) % 4) * 2552)[idx / 32 * 40 + idx % 32], &in1[base + (idx / 32) * 4096 + idx % 32]);
         }
       }
-      // s2 = input()  // iteration i + 1, into the slot iteration i - 1 read
+      // s2 = input()  // iteration i + 3, into the slot iteration i - 1 read
       {
-        const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 16384 + (long long)(i + 1) * 4096;
-        for (int c = threadIdx.x; c < 512; c += 128) {
+        const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 32768 + (long long)(i + 3) * 2048;
+        for (int c = threadIdx.x; c < 256; c += 128) {
           const int idx = c * 8;
-          mirage_cp_async<16>(&(s2_ring + ((i + 1) % 2) * 4600)[idx / 64 * 72 + idx % 64], &in2[base + (idx / 64) * 64 + idx % 64]);
+          mirage_cp_async<16>(&(s2_ring + ((i + 3) % 4) * 2296)[idx / 64 * 72 + idx % 64], &in2[base + (idx / 64) * 64 + idx % 64]);
         }
       }
     }
     mirage_cp_async_commit();  // one group per iteration, even an empty one
     // s3 = matmul(s0, s1)
     {
-      // 8 task(s) of 16×32 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 8; task += 4) {
-        const int tm = task / 2 * 16, tn = task % 2 * 32;
+      // 16 task(s) of 16×32 outputs over 4 warps; mma.sync.m16n8k16
+      for (int task = threadIdx.x / 32; task < 16; task += 4) {
+        const int tm = task * 16, tn = 0;
         float c[4][4] = {};
         #pragma unroll 2
         for (int kk = 0; kk < 64; kk += 16) {
@@ -152,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(128, 3) mirage_k3(
           #pragma unroll
           for (int j = 0; j < 4; ++j) {
             mirage_frag_b fb;
-            mirage_load_b(fb, &s1[kk * 72 + tn + j * 8], 72);
+            mirage_load_b(fb, &s1[kk * 40 + tn + j * 8], 40);
             mirage_mma(c[j], fa, fb);
           }
         }
@@ -162,11 +196,11 @@ extern "C" __global__ void __launch_bounds__(128, 3) mirage_k3(
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int row = tm + lane / 4 + h * 8;
-            const int pair = row * 64 + tn + j * 8 + lane % 4 * 2;
+            const int pair = row * 32 + tn + j * 8 + lane % 4 * 2;
             float v0 = c[j][2 * h], v1 = c[j][2 * h + 1];
             v0 = expf(v0);  // fused exp
             v1 = expf(v1);  // fused exp
-            *reinterpret_cast<__half2*>(&s4[pair / 64 * 72 + pair % 64]) = __floats2half2_rn(v0, v1);
+            *reinterpret_cast<__half2*>(&s4[pair / 32 * 40 + pair % 32]) = __floats2half2_rn(v0, v1);
           }
         }
       }
@@ -174,27 +208,22 @@ extern "C" __global__ void __launch_bounds__(128, 3) mirage_k3(
     __syncthreads();  // next stage reads this one
     // s5 = accum_sum(s4)
     {
-      {
-        const int t = threadIdx.x;
-        const int idx = t / 2, part = t % 2;  // consecutive threads: consecutive terms
-        float c[1] = {};
-        for (int j = part; j < 64; j += 2) { const float e = __half2float(s4[idx * 72 + j]); c[0] += e; }
-        mirage_warp_sum<1, 2>(c);  // the partial sums of 2 lanes, in registers
-        if (part == 0 && t < 128) {
-          acc5[idx] += c[0];  // the row sum split over 2 threads
-        }
+      for (int idx = threadIdx.x; idx < 256; idx += 128) {
+        float c = 0.f;
+        for (int j = 0; j < 32; ++j) { const float e = __half2float(s4[idx * 40 + j]); c += e; }
+        acc5[idx] += c;
       }
     }
     // s6 = matmul(s4, s2)
     {
-      // 8 task(s) of 16×32 outputs over 4 warps; mma.sync.m16n8k16
-      for (int task = threadIdx.x / 32; task < 8; task += 4) {
+      // 32 task(s) of 16×32 outputs over 4 warps; mma.sync.m16n8k16
+      for (int task = threadIdx.x / 32; task < 32; task += 4) {
         const int tm = task / 2 * 16, tn = task % 2 * 32;
         float c[4][4] = {};
         #pragma unroll 2
-        for (int kk = 0; kk < 64; kk += 16) {
+        for (int kk = 0; kk < 32; kk += 16) {
           mirage_frag_a fa;
-          mirage_load_a(fa, &s4[tm * 72 + kk], 72, 16);
+          mirage_load_a(fa, &s4[tm * 40 + kk], 40, 16);
           #pragma unroll
           for (int j = 0; j < 4; ++j) {
             mirage_frag_b fb;
@@ -226,27 +255,27 @@ extern "C" __global__ void __launch_bounds__(128, 3) mirage_k3(
     }
     __syncthreads();  // the next iteration overwrites tiles still being read
   }
-  for (int idx = threadIdx.x; idx < 64; idx += 128) {
+  for (int idx = threadIdx.x; idx < 256; idx += 128) {
     s5[idx] = __float2half(acc5[idx]);
   }
-  for (int idx = threadIdx.x; idx < 4096; idx += 128) {
+  for (int idx = threadIdx.x; idx < 16384; idx += 128) {
     s7[idx] = __float2half(acc7[idx]);
   }
   __syncthreads();  // next stage reads this one
   // saver = output(s5)
   {
-    const long long base = (long long)blockIdx.x * 4096 + (long long)blockIdx.z * 1024 + (long long)blockIdx.y * 1;
-    for (int c = threadIdx.x; c < 64; c += 128) {
+    const long long base = (long long)blockIdx.x * 2048 + (long long)blockIdx.y * 1;
+    for (int c = threadIdx.x; c < 256; c += 128) {
       const int idx = c;
-      out0[base + idx * 16] = s5[idx];
+      out0[base + idx * 8] = s5[idx];
     }
   }
   // saver = output(s7)
   {
-    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.z * 65536 + (long long)blockIdx.y * 64;
-    for (int c = threadIdx.x; c < 512; c += 128) {
+    const long long base = (long long)blockIdx.x * 131072 + (long long)blockIdx.y * 64;
+    for (int c = threadIdx.x; c < 2048; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&out1[base + (idx / 64) * 1024 + idx % 64]) = *reinterpret_cast<const uint4*>(&s7[idx]);
+      *reinterpret_cast<uint4*>(&out1[base + (idx / 64) * 512 + idx % 64]) = *reinterpret_cast<const uint4*>(&s7[idx]);
     }
   }
 }
@@ -255,29 +284,29 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k4(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0) {
-  // grid (16, 32, 1), 128 threads, F = 1, 18832 B shared (first-fit; 20896 B without reuse), 4 barriers
+  // grid (16, 32, 1), 128 threads, F = 1, 10400 B shared (first-fit; 12464 B without reuse), 4 barriers
   extern __shared__ __align__(16) char smem[];
-  __half* s0 = reinterpret_cast<__half*>(smem + 18432);
+  __half* s0 = reinterpret_cast<__half*>(smem + 10240);
   __half* s1 = reinterpret_cast<__half*>(smem + 0);
   __half* s2 = reinterpret_cast<__half*>(smem + 1024);
   __half* s3 = reinterpret_cast<__half*>(smem + 0);
   __half* s4 = reinterpret_cast<__half*>(smem + 1040);
-  float* acc2 = reinterpret_cast<float*>(smem + 18800);
-  float* acc3 = reinterpret_cast<float*>(smem + 16384);
+  float* acc2 = reinterpret_cast<float*>(smem + 10368);
+  float* acc3 = reinterpret_cast<float*>(smem + 8192);
   // s0 = input()  // hoisted: the same tile every iteration
   {
-    const long long base = (long long)blockIdx.x * 4096 + (long long)blockIdx.y * 128;
-    for (int c = threadIdx.x; c < 16; c += 128) {
+    const long long base = (long long)blockIdx.x * 2048 + (long long)blockIdx.y * 64;
+    for (int c = threadIdx.x; c < 8; c += 128) {
       const int idx = c * 8;
-      mirage_cp_async<16>(&s0[idx / 16 * 24 + idx % 16], &in0[base + (idx / 16) * 16 + idx % 16]);
+      mirage_cp_async<16>(&s0[idx], &in0[base + (idx / 8) * 8 + idx % 8]);
     }
   }
   // s1 = input()  // hoisted: the same tile every iteration
   {
-    const long long base = (long long)blockIdx.x * 262144 + (long long)blockIdx.y * 8192;
-    for (int c = threadIdx.x; c < 1024; c += 128) {
+    const long long base = (long long)blockIdx.x * 131072 + (long long)blockIdx.y * 4096;
+    for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      mirage_cp_async<16>(&s1[idx], &in1[base + (idx / 1024) * 1024 + idx % 1024]);
+      mirage_cp_async<16>(&s1[idx], &in1[base + (idx / 512) * 512 + idx % 512]);
     }
   }
   mirage_cp_async_commit();
@@ -294,21 +323,23 @@ extern "C" __global__ void __launch_bounds__(128, 4) mirage_k4(
     {
       {
         const int t = threadIdx.x;
-        const int idx = t / 16, part = t % 16;  // consecutive threads: consecutive terms
+        const int idx = t / 8, part = t % 8;  // consecutive threads: consecutive terms
         float c[1] = {};
-        for (int j = part; j < 16; j += 16) { const float e = __half2float(s0[idx * 24 + j]); c[0] += e; }
-        mirage_warp_sum<1, 16>(c);  // the partial sums of 16 lanes, in registers
-        if (part == 0 && t < 128) {
-          acc2[idx] += c[0];  // the row sum split over 16 threads
+        if (t < 64) {
+          for (int j = part; j < 8; j += 8) { const float e = __half2float(s0[idx * 8 + j]); c[0] += e; }
+        }
+        mirage_warp_sum<1, 8>(c);  // the partial sums of 8 lanes, in registers
+        if (part == 0 && t < 64) {
+          acc2[idx] += c[0];  // the row sum split over 8 threads
         }
       }
     }
     // s3 = accum_sum_todimx(s1)
     {
       for (int idx = threadIdx.x; idx < 512; idx += 128) {
-        const int base = (idx / 64) * 1024 + idx % 64;
+        const int base = (idx / 64) * 512 + idx % 64;
         float c = 0.f;
-        for (int r = 0; r < 16; ++r) c += __half2float(s1[base + r * 64]);
+        for (int r = 0; r < 8; ++r) c += __half2float(s1[base + r * 64]);
         acc3[idx] += c;
       }
     }

@@ -72,9 +72,8 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     const __half* __restrict__ in2,
-    __half* __restrict__ out0,
-    __half* __restrict__ out1) {
-  // grid (8, 16, 1), 128 threads, F = 64, 90240 B shared (first-fit; 98560 B without reuse), 4 barriers, loop tiles copied 2 iteration(s) ahead
+    __half* __restrict__ out0) {
+  // grid (8, 16, 1), 128 threads, F = 64, 90240 B shared (first-fit; 106752 B without reuse), 5 barriers, loop tiles copied 2 iteration(s) ahead
   extern __shared__ __align__(16) char smem[];
   __half* s0 = reinterpret_cast<__half*>(smem + 71584);
   __half* s1_ring = reinterpret_cast<__half*>(smem + 0);
@@ -82,6 +81,7 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
   __half* s4 = reinterpret_cast<__half*>(smem + 81040);
   __half* s5 = reinterpret_cast<__half*>(smem + 8192);
   __half* s7 = reinterpret_cast<__half*>(smem + 0);
+  __half* s8 = reinterpret_cast<__half*>(smem + 8320);
   float* acc5 = reinterpret_cast<float*>(smem + 80784);
   float* acc7 = reinterpret_cast<float*>(smem + 55200);
   // s0 = input()  // hoisted: the same tile every iteration
@@ -250,76 +250,20 @@ extern "C" __global__ void __launch_bounds__(128) mirage_k3(
     s7[idx] = __float2half(acc7[idx]);
   }
   __syncthreads();  // next stage reads this one
-  // saver = output(s5)
+  // s8 = div(s7, s5)
   {
-    const long long base = (long long)blockIdx.x * 1024 + (long long)blockIdx.y * 64;
-    for (int c = threadIdx.x; c < 8; c += 128) {
-      const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&out0[base + idx]) = *reinterpret_cast<const uint4*>(&s5[idx]);
+    for (int idx = threadIdx.x; idx < 4096; idx += 128) {
+      float v = __half2float(s7[idx]) / __half2float(s5[idx / 64]);
+      s8[idx] = __float2half(v);
     }
   }
-  // saver = output(s7)
+  __syncthreads();  // next stage reads this one
+  // saver = output(s8)
   {
     const long long base = (long long)blockIdx.x * 65536 + (long long)blockIdx.y * 4096;
     for (int c = threadIdx.x; c < 512; c += 128) {
       const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&out1[base + (idx / 64) * 64 + idx % 64]) = *reinterpret_cast<const uint4*>(&s7[idx]);
-    }
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(128, 2) mirage_k4(
-    const __half* __restrict__ in0,
-    const __half* __restrict__ in1,
-    __half* __restrict__ out0) {
-  // grid (32, 8, 1), 128 threads, F = 1, 12352 B shared (first-fit; 16448 B without reuse), 3 barriers
-  extern __shared__ __align__(16) char smem[];
-  __half* s0 = reinterpret_cast<__half*>(smem + 8192);
-  __half* s1 = reinterpret_cast<__half*>(smem + 12288);
-  __half* s3 = reinterpret_cast<__half*>(smem + 8192);
-  float* acc3 = reinterpret_cast<float*>(smem + 0);
-  // s0 = input()  // hoisted: the same tile every iteration
-  {
-    const long long base = (long long)blockIdx.y * 65536 + (long long)blockIdx.x * 2048;
-    for (int c = threadIdx.x; c < 256; c += 128) {
-      const int idx = c * 8;
-      mirage_cp_async<16>(&s0[idx], &in0[base + (idx / 64) * 64 + idx % 64]);
-    }
-  }
-  // s1 = input()  // hoisted: the same tile every iteration
-  {
-    const long long base = (long long)blockIdx.y * 1024 + (long long)blockIdx.x * 32;
-    for (int c = threadIdx.x; c < 4; c += 128) {
-      const int idx = c * 8;
-      mirage_cp_async<16>(&s1[idx], &in1[base + idx]);
-    }
-  }
-  mirage_cp_async_commit();
-  mirage_cp_async_wait<0>();  // this thread's hoisted copies have landed
-  for (int idx = threadIdx.x; idx < 2048; idx += 128) {
-    acc3[idx] = 0.f;  // each thread updates the elements it zeroes
-  }
-  __syncthreads();  // hoisted tiles are read by every thread
-  for (int i = 0; i < 1; ++i) {
-    // s2 = div(s0, s1)
-    {
-      for (int idx = threadIdx.x; idx < 2048; idx += 128) {
-        float v = __half2float(s0[idx]) / __half2float(s1[idx / 64]);
-        acc3[idx] += v;  // accum_no_red
-      }
-    }
-    __syncthreads();  // the next iteration overwrites tiles still being read
-  }
-  for (int idx = threadIdx.x; idx < 2048; idx += 128) {
-    s3[idx] = __float2half(acc3[idx]);
-  }
-  __syncthreads();  // next stage reads this one
-  // saver = output(s3)
-  {
-    const long long base = (long long)blockIdx.y * 65536 + (long long)blockIdx.x * 2048;
-    for (int c = threadIdx.x; c < 256; c += 128) {
-      const int idx = c * 8;
-      *reinterpret_cast<uint4*>(&out0[base + (idx / 64) * 64 + idx % 64]) = *reinterpret_cast<const uint4*>(&s3[idx]);
+      *reinterpret_cast<uint4*>(&out0[base + (idx / 64) * 64 + idx % 64]) = *reinterpret_cast<const uint4*>(&s8[idx]);
     }
   }
 }
