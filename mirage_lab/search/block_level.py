@@ -137,7 +137,7 @@ class BlockLevel(Walk):
             b.tensors[i].uses += 1
         last, b.last = b.last, (idx, info.ident)
         ins = [b.tensors[i] for i in idx]
-        deps, blind = frozenset().union(*(t.deps for t in ins)), folds.op_blind(info, ins)
+        deps, blind = folds.op_tags(info, ins)
         b.tensors.extend(self.signed(T(d, dtype, e, post=post, part=None if parts is None else parts[k], deps=deps,
                                        blind=blind))
                          for k, (d, e) in enumerate(zip(dims, exprs, strict=True)))

@@ -64,6 +64,11 @@ def op_blind(info: OpInfo, ins: list[T]) -> frozenset[Move]:
     return got
 
 
+def op_tags(info: OpInfo, ins: list[T]) -> tuple[frozenset[int], frozenset[Move]]:
+    """An op's outputs' ``deps`` and ``blind`` (at either level: a kernel op is no accumulator)."""
+    return frozenset().union(*(t.deps for t in ins)), op_blind(info, ins)
+
+
 def folded_only(w: Walk, b: Block) -> str | None:
     """(``final_kernel``) Why the last kernel op cannot compute the program: everything it loads is blind to a move
     that changes the program's outputs; None when nothing says so."""

@@ -191,7 +191,7 @@ class Walk:
     def kernel_outputs(self, info: OpInfo, ins: list[T], dims: list[Dims], exprs: Sequence[Term]) -> list[T]:
         """The kernel tensors a kernel op adds, with their alignment (``checks.kernel_op_parts``)."""
         parts = checks.kernel_op_parts(self, info, ins, dims)
-        deps, blind = frozenset().union(*(t.deps for t in ins)), folds.joined(ins)
+        deps, blind = folds.op_tags(info, ins)
         return [T(d, ins[0].dtype, e, part=p, deps=deps, blind=blind)
                 for d, e, p in zip(dims, exprs, parts, strict=True)]
 
