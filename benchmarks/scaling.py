@@ -24,7 +24,9 @@ replay). The replay follows the runner's policy, event by event, with these cost
   least their CPU seconds over the cores.
 
 It prints the projected wall time and speed-up per W, and the bound that flattens the curve: the work shared
-out, the longest call, or the parent (frontier, hand-outs, results, merge).
+out, the longest call, or the parent (frontier, hand-outs, results, merge). Records that say how many μGraphs
+each call verified (since issue 37's item 3) also give when the first verified one comes back (``first_found_s``):
+for a space too big to finish, the time to a fused kernel is the figure that matters.
 
 ``--cluster NAME:BATCH`` runs the search on a 2-worker Dask ``LocalCluster`` beside the replay of its record (made
 on the same machine) and measures the parent's and the workers' CPU; for a complete record it gives the executor's
@@ -58,25 +60,36 @@ from typing import Any
 
 import pandas as pd
 
+from mirage_lab.search.runner import BATCH_SUBTASKS, BATCH_TASKS, MOST_SUBTASKS
+from mirage_lab.search.split import SUB_CALL_S, averaged, batch_size
+
 ROOT = Path(__file__).resolve().parent.parent
 COSTS = ROOT / "data" / "task_costs"
 WORKERS = (1, 2, 8, 16, 32, 64, 128, 256)
 FORMAT = "mirage-lab/task-costs"
-#: the runner's batch caps (``runner.BATCH_TASKS``, ``runner.BATCH_SUBTASKS``), read from it when it is importable
-BATCH_TASKS, BATCH_SUBTASKS = 2, 64
+
+#: one call's recorded part: (seconds, whether it checked a candidate) and, in records since issue 37's item 3,
+#: how many μGraphs it verified (``found``)
+Unit = tuple[float, bool] | tuple[float, bool, int]
+
+
+def found(unit: Unit) -> int:
+    """How many μGraphs a recorded part verified (0 where the record does not say)."""
+    return unit[2] if len(unit) > 2 else 0  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
 class Task:
     """One task's recorded calls: its slice (the whole task when the slice finished it), its continuation, and
-    its sub-tasks, each as (seconds, whether it verified a candidate). Trials are not in these seconds."""
+    its sub-tasks, each as (seconds, whether it checked a candidate[, how many μGraphs it verified]): ``Unit``.
+    Trials are not in these seconds."""
 
-    slice: tuple[float, bool]
-    cont: tuple[float, bool] | None = None
-    subs: tuple[tuple[float, bool], ...] = ()
+    slice: Unit
+    cont: Unit | None = None
+    subs: tuple[Unit, ...] = ()
 
     def units(self) -> list[float]:
-        return [self.slice[0], *([self.cont[0]] if self.cont else []), *(s for s, _ in self.subs)]
+        return [self.slice[0], *([self.cont[0]] if self.cont else []), *(u[0] for u in self.subs)]
 
 
 @dataclass(frozen=True)
@@ -113,35 +126,24 @@ class Recorded:
             tasks = tuple(Task((float(t), False)) for t in doc["tasks_s"])
             return cls(doc["name"], float(doc["frontier_s"]), tasks, bool(doc["complete"]),
                        float(doc["measured_wall_s"]), extra={"version": 1})
-        tasks = tuple(Task((t["slice"][0], t["slice"][1]), tuple(t["cont"]) if t.get("cont") else None,
-                           tuple((s, v) for s, v in t.get("subs", ()))) for t in doc["tasks"])
+        tasks = tuple(Task(tuple(t["slice"]), tuple(t["cont"]) if t.get("cont") else None,  # type: ignore[arg-type]
+                           tuple(tuple(s) for s in t.get("subs", ()))) for t in doc["tasks"])
         return cls(doc["name"], float(doc["frontier_s"]), tasks, bool(doc["complete"]),
                    float(doc["measured_wall_s"]), float(doc["parent_s"]), float(doc["finish_s"]),
                    float(doc["trials_s"]), extra={"version": 2, "stop": doc.get("stop"), "states": doc.get("states")})
 
 
-def batch_size(pending: int, workers: int, most: int, each_s: float | None = None) -> int:
-    """``search.split.batch_size``: a share of what is left per worker, at most ``most``, and no more than fill
-    ``CALL_S`` at ``each_s`` seconds an item."""
-    n = pending // (4 * max(1, workers))
-    if each_s is not None:
-        n = min(n, int(min(CALL_S / max(each_s, 1e-6), most)))
-    return max(1, min(most, n))
-
-
-#: ``search.split.CALL_S`` and ``EACH_WEIGHT``
-CALL_S, EACH_WEIGHT = 0.25, 0.1
-
-
 @dataclass(frozen=True)
 class Replay:
-    """What ``replay`` projects: the wall time, the calls handed out, and the CPU seconds of the workers (their
-    calls) and of the parent (frontier, hand-outs, results, merge)."""
+    """What ``replay`` projects: the wall time, the calls handed out, the CPU seconds of the workers (their
+    calls) and of the parent (frontier, hand-outs, results, merge), and when the first call that verified a μGraph
+    returned (None when the record holds none, or does not say)."""
 
     wall_s: float
     calls: int
     workers_cpu_s: float
     parent_cpu_s: float
+    first_found_s: float | None = None
 
 
 def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
@@ -162,34 +164,41 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     if batched is None:
         batched = run.extra.get("version", 2) == 2
     frontier = run.frontier_s + (max(0.0, run.trials_s - start_s) if trials == "once" else 0.0)
-    # (when, tie-break, worker, the tasks' calls it finished, how many results it returns)
-    events: list[tuple[float, int, int, list[Any], int]] = [(frontier + start_s, w, w, [], 0) for w in range(workers)]
+    # (when, tie-break, worker, the tasks' calls it finished, the parts it returns)
+    events: list[tuple[float, int, int, list[Any], list[Unit]]] = [
+        (frontier + start_s, w, w, [], []) for w in range(workers)]
     heapq.heapify(events)
     seq = workers
     queue: deque[tuple[int, int]] = deque((i, 0) for i in range(len(run.tasks)))  # (task, 0 slice / 1 continuation)
-    subq: deque[list[tuple[float, bool]]] = deque()
+    subq: deque[list[Unit]] = deque()
     paid: set[int] = set()  # workers that evaluated the trials
     each: float | None = None  # the runner's running estimate of a batched slice's seconds
+    sub_each: float | None = None  # and of a sub-task's
     idle: list[int] = []  # workers with nothing to take, since a time no later than the event at hand
     sched, end = frontier, frontier
     calls, work = 0, 0.0
+    first_found = math.inf
     while events:
-        t, _, w, done, results = heapq.heappop(events)
-        if results:  # the parent takes the results (``runner._task_result``), which may queue more calls
-            sched = max(sched, t) + run.parent_s * results
+        t, _, w, done, parts = heapq.heappop(events)
+        if parts:  # the parent takes the results (``runner._task_result``), which may queue more calls
+            sched = max(sched, t) + run.parent_s * len(parts)
+        if parts and not done:  # a batch of sub-tasks (``runner._sub_results``)
+            for u in parts:
+                sub_each = averaged(sub_each, u[0])
         for i, stage in done:
             task = run.tasks[i]
             if stage == 0 and batched:
-                each = task.slice[0] if each is None else each + EACH_WEIGHT * (task.slice[0] - each)
+                each = averaged(each, task.slice[0])
             if stage == 0 and task.cont is not None:
                 queue.append((i, 1))
             elif stage == 1 and task.subs:
-                n = batch_size(len(task.subs), workers, BATCH_SUBTASKS)
+                most = BATCH_SUBTASKS if sub_each is None else MOST_SUBTASKS
+                n = batch_size(len(task.subs), workers, most, sub_each, SUB_CALL_S)
                 subq.extend(list(task.subs[k:k + n]) for k in range(0, len(task.subs), n))
         idle.append(w)
         while idle and (subq or queue):
             w = idle.pop()
-            units: list[tuple[float, bool]]
+            units: list[Unit]
             if subq:
                 units, finished = subq.popleft(), []
             elif queue[0][1] == 1:
@@ -205,29 +214,34 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
                     finished.append(queue.popleft())
                 units = [run.tasks[i].slice for i, _ in finished]
             sched = max(sched, t) + overhead_s
-            cost = sum(s for s, _ in units) + call_s
-            if trials == "worker" and w not in paid and any(v for _, v in units):
+            cost = sum(u[0] for u in units) + call_s
+            if trials == "worker" and w not in paid and any(u[1] for u in units):
                 paid.add(w)
                 cost += run.trials_s
             seq += 1
             calls += 1
             work += cost
-            heapq.heappush(events, (sched + cost, seq, w, finished, len(units)))
+            heapq.heappush(events, (sched + cost, seq, w, finished, units))
             end = max(end, sched + cost)
+            if any(found(u) for u in units):
+                first_found = min(first_found, sched + cost + run.parent_s * len(units))
     wall = max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
     parent = run.parent_own_s + calls * overhead_s
     if trials == "once":
         work += run.trials_s
     if cores is not None:
         wall = max(wall, (work + parent) / cores)
-    return Replay(wall, calls, work, parent)
+    return Replay(wall, calls, work, parent, first_found if math.isfinite(first_found) else None)
 
 
 def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
     """The parent's own time, a lower bound on any number of workers: frontier, hand-outs (slices in full
-    batches), results, merge."""
+    batches; sub-tasks in batches sized at their mean seconds), results, merge."""
+    subs = [u[0] for t in run.tasks for u in t.subs]
+    each = sum(subs) / len(subs) if subs else None
     calls = -(-len(run.tasks) // BATCH_TASKS) + sum(1 for t in run.tasks if t.cont) + sum(
-        -(-len(t.subs) // batch_size(len(t.subs), workers, BATCH_SUBTASKS)) for t in run.tasks if t.subs)
+        -(-len(t.subs) // batch_size(len(t.subs), workers, MOST_SUBTASKS, each, SUB_CALL_S))
+        for t in run.tasks if t.subs)
     return run.parent_own_s + calls * overhead_s
 
 
@@ -246,7 +260,8 @@ def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, sta
     for run in runs:
         one = simulate(run, 1, overhead_s, start_s, trials, call_s=call_s)
         for w in workers:
-            wall = simulate(run, w, overhead_s, start_s, trials, call_s=call_s)
+            got = replay(run, w, overhead_s, start_s, trials, call_s=call_s)
+            wall = got.wall_s
             b = bounds(run, w, overhead_s, start_s)
             limit = max(b, key=lambda k: b[k])
             rows.append({"run": run.name, "tasks": len(run.tasks), "calls": len(run.tasks_s),
@@ -255,14 +270,17 @@ def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, sta
                          "efficiency": round(one / wall / w, 3), "bound": limit,
                          "vs_measured_serial": round(run.measured_wall_s / wall, 2),
                          "frontier_s": round(run.frontier_s, 2), "parent_s": round(serial_part(run, w, overhead_s), 2),
-                         "longest_task_s": round(max(run.tasks_s, default=0.0), 2)})
+                         "longest_task_s": round(max(run.tasks_s, default=0.0), 2),
+                         "first_found_s": None if got.first_found_s is None else round(got.first_found_s, 2)})
     return pd.DataFrame(rows)
 
 
-def record(spec: str, time_limit: float, out_dir: Path) -> Path:
-    """Search ``name:batch`` serially into a fresh run folder and keep every call's time (``Recorder``)."""
+def record(spec: str, time_limit: float, out_dir: Path, overrides: dict[str, Any] | None = None) -> Path:
+    """Search ``name:batch`` serially into a fresh run folder and keep every call's time (``Recorder``), with the
+    benchmark's preset and ``overrides`` (``--set``)."""
     import mirage_lab as ml
     from mirage_lab.bench import programs
+    from mirage_lab.search import preset
 
     name, _, batch = spec.partition(":")
     sys.path.insert(0, str(Path(__file__).parent))
@@ -272,7 +290,8 @@ def record(spec: str, time_limit: float, out_dir: Path) -> Path:
     rec = Recorder()
     try:
         t = time.perf_counter()
-        res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name], executor=rec,
+        res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), preset(PRESET[name], **(overrides or {})),
+                               executor=rec,
                                run_dir=runs, progress=False, time_limit_s=time_limit)
         wall = time.perf_counter() - t
     finally:
@@ -282,7 +301,7 @@ def record(spec: str, time_limit: float, out_dir: Path) -> Path:
            "tasks_done": res.report.tasks_done, "measured_wall_s": wall, "stop": res.report.stop_reason,
            "states": res.report.states, "verified": res.report.verified,
            "best": res.best.hash if res.best is not None else None, "executor": "serial (one call at a time)",
-           "time_limit_s": time_limit}
+           "time_limit_s": time_limit, "settings": overrides or {}}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{doc['name']}.json"
     path.write_text(json.dumps(doc, indent=0) + "\n")
@@ -394,6 +413,7 @@ class Recorder:
 def _item(res: dict[str, Any]) -> dict[str, Any]:
     return {"index": res["index"], "sub": res.get("sub"), "wall": float(res["wall"]),
             "trials_s": float(res.get("trials_s", 0.0)), "verifies": res["seconds"]["verification"] > 0,
+            "found": len(res["candidates"]),
             "stop": res["stop_reason"], "subtasks": len(res.get("subtasks") or ())}
 
 
@@ -404,7 +424,7 @@ def _costs(calls: list[tuple[str, float, float, list[dict[str, Any]]]], t0: floa
     for _, _, _, items in calls:
         for it in items:
             trials = max(trials, it["trials_s"])
-            unit = [max(0.0, it["wall"] - it["trials_s"]), bool(it["verifies"])]
+            unit = [max(0.0, it["wall"] - it["trials_s"]), bool(it["verifies"]), int(it["found"])]
             task = tasks.setdefault(it["index"], {"slice": None, "cont": None, "subs": {}})
             if it["sub"] is not None:
                 task["subs"][it["sub"]] = unit
@@ -441,6 +461,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", help="search name:batch serially and write its task costs to data/task_costs/")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds for --record's search")
+    ap.add_argument("--set", help="--record's config overrides as JSON, e.g. '{\"free_loader_norms\": 2}'")
     ap.add_argument("--cluster", help="search name:batch on a 2-worker Dask LocalCluster and compare its wall time "
                     "with the replay's of its record")
     ap.add_argument("--costs", default=str(COSTS), help="folder of recorded task costs")
@@ -456,7 +477,8 @@ def main() -> int:
     ap.add_argument("--html", help="also write the plot to this HTML file")
     args = ap.parse_args()
     if args.record:
-        print(f"wrote {record(args.record, args.time_limit, Path(args.costs))}", file=sys.stderr)
+        overrides = json.loads(args.set) if args.set else None
+        print(f"wrote {record(args.record, args.time_limit, Path(args.costs), overrides)}", file=sys.stderr)
         return 0
     if args.cluster:
         row = cluster(args.cluster, args.time_limit, Path(args.costs), args.overhead_ms / 1e3, args.call_ms / 1e3,
@@ -480,6 +502,9 @@ def main() -> int:
               f"{best['bound']}; serial frontier {run.frontier_s:.1f} s, longest call {max(run.tasks_s):.1f} s, "
               f"{len(run.tasks)} tasks in {len(run.tasks_s)} calls"
               f"{'' if run.complete else ' (an incomplete run: the rest is unknown)'}")
+        if part["first_found_s"].notna().any():
+            print(f"{run.name}: the first verified μGraph returns at " + ", ".join(
+                f"{r.first_found_s} s ({r.workers} workers)" for r in part.itertuples()))
     if args.json:
         Path(args.json).write_text(json.dumps({"settings": vars(args), "rows": frame.to_dict("records")}, indent=1))
     if args.html:

@@ -76,7 +76,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import averaged, batch_size, join_split
+from mirage_lab.search.split import SUB_CALL_S, averaged, batch_size, join_split
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -180,6 +180,7 @@ class _Search:
         self._slices: dict[int, dict[str, Any]] = {}  # each task's slice, until its continuation finishes (``_drive``)
         self._families: dict[int, dict[str, Any]] = {}  # each split task's walk, its sub-tasks and those done
         self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
+        self._sub_s: float | None = None  # a sub-task's seconds lately (``split.batch_size``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
 
     def run(self) -> SearchResult:
@@ -309,8 +310,9 @@ class _Search:
         Without budgets every task first runs as a *slice* of ``SLICE_STATES`` states. A task the slice does not
         finish is heavy: it goes to the back of the queue and is later *continued* where the slice stopped, with
         ``split`` (``split.py``): the kernels it opens after its root closes come back as sub-tasks, which go to
-        the front of the queue in batches (``run_batch``) that any free worker takes, and the task's result is
-        joined from them (``join_split``). Under ``cost_bound``, the slices of all roots come first, so the cheap
+        the front of the queue in batches (``run_batch``) that any free worker takes — once some came back, each
+        batch worth at least ``SUB_CALL_S`` at their recent seconds — and the task's result is joined from them
+        (``join_split``). Under ``cost_bound``, the slices of all roots come first, so the cheap
         μGraphs anywhere in the space set the incumbent before the heavy subtrees are walked (GQA's split-KV
         μGraph lies 6 341 states into task 933, behind heavy roots that take minutes), and each continuation or
         sub-task starts from the incumbent of the time. What a slice verified lowers the incumbent at once, and a
@@ -391,7 +393,9 @@ class _Search:
             if self.folder is not None:
                 self.folder.record(res.get("files", {}))
             self._families[i] = {"head": res, "subtasks": subs, "parts": {}}
-            n = batch_size(len(subs), workers, BATCH_SUBTASKS)
+            # (sized by what sub-tasks took lately, once some came back: a call worth its hand-out)
+            most = BATCH_SUBTASKS if self._sub_s is None else MOST_SUBTASKS
+            n = batch_size(len(subs), workers, most, self._sub_s, SUB_CALL_S)
             batches = [list(range(k, min(k + n, len(subs)))) for k in range(0, len(subs), n)]
             subqueue.extend((i, ks) for ks in batches)
             return
@@ -401,6 +405,7 @@ class _Search:
                      bar: Any) -> None:
         family = self._families[i]
         for k, res in zip(ks, results, strict=True):
+            self._sub_s = averaged(self._sub_s, res["wall"])
             self._improve(res)
             if self.folder is not None:
                 self.folder.record(res.get("files", {}))
@@ -533,8 +538,8 @@ class _Search:
 #: states a task's first run walks before it yields to the other tasks' (``_Search._drive``); a task that needs more
 #: is split when continued
 SLICE_STATES = 10_000
-#: the most sub-tasks of a split task one worker call takes (``split.batch_size``)
-BATCH_SUBTASKS = 64
+#: the most sub-tasks of a split task one worker call takes (``split.batch_size``) before any came back, and after
+BATCH_SUBTASKS, MOST_SUBTASKS = 64, 1024
 #: the most slices one worker call of a cluster takes (``split.batch_size``)
 BATCH_TASKS = 2
 

@@ -68,7 +68,7 @@ def test_every_recorded_run_replays(tmp_path: Path) -> None:
         assert run.tasks_s and run.frontier_s >= 0
         serial = s.simulate(run, 1, 0.0, 0.0)
         assert serial == pytest.approx(run.frontier_s + sum(run.tasks_s) + run.trials_s * any(
-            v for t in run.tasks for _, v in [t.slice, *([t.cont] if t.cont else []), *t.subs])
+            u[1] for t in run.tasks for u in [t.slice, *([t.cont] if t.cont else []), *t.subs])
             + len(run.tasks_s) * run.parent_s + run.finish_s)
         assert s.simulate(run, 256, 0.0, 0.0) >= run.frontier_s + max(run.tasks_s) - 1e-9
     out = subprocess.run([sys.executable, str(SCRIPT), "--workers", "1,2,64", "--json", str(tmp_path / "s.json"),
@@ -92,3 +92,14 @@ def test_per_call_costs_and_shared_cores_by_hand() -> None:
     assert s.simulate(even, 2, 0.1, 0.0, batched=False) > (8.0 + 1.8) / 2
     measured = s.calibration(even, 8, parent_cpu=1.0 + 8 * 0.002, workers_cpu=8.0 + 8 * 0.004)
     assert measured == {"overhead_ms": pytest.approx(2.0), "call_ms": pytest.approx(4.0)}
+
+
+def test_when_the_first_verified_graph_returns_by_hand() -> None:
+    """A record that says which calls verified μGraphs gives the time the first of them returns: serially after
+    every call before it, with more workers as soon as its own worker is done (and the parent has its result)."""
+    s = load()
+    tasks = (s.Task((2.0, False, 0)), s.Task((2.0, False, 0)), s.Task((1.0, True, 1)), s.Task((1.0, True, 0)))
+    run = s.Recorded("found", 1.0, tasks, True, 7.0, parent_s=0.1)
+    assert s.replay(run, 1, 0.0, 0.0, batched=False).first_found_s == pytest.approx(1.0 + 5.0 + 3 * 0.1)
+    assert s.replay(run, 4, 0.0, 0.0, batched=False).first_found_s == pytest.approx(1.0 + 1.0 + 0.1)
+    assert s.replay(whole(s, "none", 0.0, (1.0,), 1.0), 2, 0.0, 0.0).first_found_s is None

@@ -84,6 +84,15 @@ def test_batches_shrink_with_the_queue() -> None:
     assert batch_size(5, 256, 64) == 1 and batch_size(0, 1, 64) == 1
 
 
+def test_sub_task_batches_are_worth_their_hand_out() -> None:
+    """Once sub-tasks' seconds are known, a batch holds at least ``least_s`` of them (a millisecond each: 50 for
+    50 ms, where the share per worker would give 9), at most ``CALL_S`` of them, and never more than are left."""
+    assert batch_size(10_000, 256, 1024, each_s=0.001, least_s=0.05) == 50
+    assert batch_size(10_000, 2, 1024, each_s=0.001, least_s=0.05) == 250  # (the share, 1 250, fills CALL_S)
+    assert batch_size(30, 256, 1024, each_s=0.001, least_s=0.05) == 30
+    assert batch_size(10_000, 256, 1024, each_s=0.5, least_s=0.05) == 1
+
+
 def test_a_cluster_executor_says_how_many_it_runs() -> None:
     """The runner keeps two calls in flight per worker; a Dask executor's workers are its client's threads."""
     from concurrent.futures import ThreadPoolExecutor
