@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import itertools
 import json
 import math
 import os
@@ -104,12 +105,32 @@ class Recorded:
     parent_s: float = 0.0  # the parent's time per result
     finish_s: float = 0.0  # the parent's merge, after the last task
     trials_s: float = 0.0  # one evaluation of the program's trials
+    # (records since issue 37's item 4) the parent's time per call, per task result and per sub-task, fitted to the
+    # gaps between the recorded calls (``fit_parent``); None: ``parent_s`` per result of either kind
+    parent_fit: tuple[float, float, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def parent_own_s(self) -> float:
-        """The parent's recorded time apart from its hand-outs: frontier, results, merge."""
-        return self.frontier_s + len(self.tasks_s) * self.parent_s + self.finish_s
+        """The parent's recorded time apart from its hand-outs and its time per call: frontier, results, merge."""
+        if self.parent_fit is None:
+            return self.frontier_s + len(self.tasks_s) * self.parent_s + self.finish_s
+        _, task_s, sub_s = self.parent_fit
+        subs = sum(len(t.subs) for t in self.tasks)
+        return self.frontier_s + (len(self.tasks_s) - subs) * task_s + subs * sub_s + self.finish_s
+
+    @property
+    def per_call_s(self) -> float:
+        """The parent's time per returned call beyond its results (0 where the record does not tell them apart)."""
+        return 0.0 if self.parent_fit is None else self.parent_fit[0]
+
+    def taking_s(self, parts: int, subs: bool) -> float:
+        """The parent's time to take one call's results: ``parts`` sub-tasks (``subs``) or tasks' slices and
+        continuations."""
+        if self.parent_fit is None:
+            return self.parent_s * parts
+        call_s, task_s, sub_s = self.parent_fit
+        return call_s + (sub_s if subs else task_s) * parts
 
     @property
     def tasks_s(self) -> tuple[float, ...]:
@@ -130,7 +151,8 @@ class Recorded:
                            tuple(tuple(s) for s in t.get("subs", ()))) for t in doc["tasks"])
         return cls(doc["name"], float(doc["frontier_s"]), tasks, bool(doc["complete"]),
                    float(doc["measured_wall_s"]), float(doc["parent_s"]), float(doc["finish_s"]),
-                   float(doc["trials_s"]), extra={"version": 2, "stop": doc.get("stop"), "states": doc.get("states")})
+                   float(doc["trials_s"]), tuple(doc["parent_fit"]) if doc.get("parent_fit") else None,
+                   extra={"version": 2, "stop": doc.get("stop"), "states": doc.get("states")})
 
 
 @dataclass(frozen=True)
@@ -156,8 +178,8 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
            batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None) -> Replay:
     """The projected run of ``run`` on ``workers`` workers: the runner's hand-out replayed event by event
     (slices in order, several per call when ``batched``; continuations at the back; sub-tasks first, in batches),
-    the parent one serial thread (``overhead_s`` per hand-out, ``run.parent_s`` per result), each call costing its
-    worker ``call_s`` beyond its recorded seconds (an executor's own work per call: arguments, results). With
+    the parent one serial thread (``overhead_s`` per hand-out, ``run.taking_s`` per returned call), each call costing
+    its worker ``call_s`` beyond its recorded seconds (an executor's own work per call: arguments, results). With
     ``cores``, the workers and the parent share that many cores, so the wall time is at least their CPU seconds
     over ``cores`` (a 2-worker cluster on a 2-core machine); without, each has a core of its own. A version-1
     record (the runner before issue 37) replays one task per call unless ``batched`` says otherwise."""
@@ -181,7 +203,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     while events:
         t, _, w, done, parts = heapq.heappop(events)
         if parts:  # the parent takes the results (``runner._task_result``), which may queue more calls
-            sched = max(sched, t) + run.parent_s * len(parts)
+            sched = max(sched, t) + run.taking_s(len(parts), not done)
         if parts and not done:  # a batch of sub-tasks (``runner._sub_results``)
             for u in parts:
                 sub_each = averaged(sub_each, u[0])
@@ -224,9 +246,9 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             heapq.heappush(events, (sched + cost, seq, w, finished, units))
             end = max(end, sched + cost)
             if any(found(u) for u in units):
-                first_found = min(first_found, sched + cost + run.parent_s * len(units))
+                first_found = min(first_found, sched + cost + run.taking_s(len(units), not finished))
     wall = max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
-    parent = run.parent_own_s + calls * overhead_s
+    parent = run.parent_own_s + calls * (overhead_s + run.per_call_s)
     if trials == "once":
         work += run.trials_s
     if cores is not None:
@@ -242,7 +264,7 @@ def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
     calls = -(-len(run.tasks) // BATCH_TASKS) + sum(1 for t in run.tasks if t.cont) + sum(
         -(-len(t.subs) // batch_size(len(t.subs), workers, MOST_SUBTASKS, each, SUB_CALL_S))
         for t in run.tasks if t.subs)
-    return run.parent_own_s + calls * overhead_s
+    return run.parent_own_s + calls * (overhead_s + run.per_call_s)
 
 
 def bounds(run: Recorded, workers: int, overhead_s: float, start_s: float) -> dict[str, float]:
@@ -358,7 +380,7 @@ def calibration(run: Recorded, calls: int, parent_cpu: float, workers_cpu: float
     """The executor's own CPU per call, from a cluster run of a completely recorded program: the parent's beyond
     its recorded frontier, results and merge (``--overhead-ms``), the workers' beyond the recorded calls and one
     evaluation of the trials (``--call-ms``)."""
-    parent = parent_cpu - run.parent_own_s
+    parent = parent_cpu - run.parent_own_s - calls * run.per_call_s
     work = workers_cpu - sum(run.tasks_s) - run.trials_s
     return {"overhead_ms": round(max(0.0, parent) / max(1, calls) * 1e3, 3),
             "call_ms": round(max(0.0, work) / max(1, calls) * 1e3, 3)}
@@ -437,9 +459,35 @@ def _costs(calls: list[tuple[str, float, float, list[dict[str, Any]]]], t0: floa
     finish = (t0 + wall - (calls[-1][1] + calls[-1][2])) if calls else 0.0
     results = sum(len(items) for *_, items in calls)
     parent = max(0.0, wall - frontier - finish - in_calls) / max(1, results)
-    return {"frontier_s": frontier, "finish_s": finish, "parent_s": parent, "trials_s": trials,
+    return {"frontier_s": frontier, "finish_s": finish, "parent_s": parent, "parent_fit": fit_parent(calls),
+            "trials_s": trials,
             "tasks": [{"slice": t["slice"], "cont": t["cont"], "subs": [t["subs"][k] for k in sorted(t["subs"])]}
                       for t in tasks.values() if t["slice"] is not None]}
+
+
+def fit_parent(calls: list[tuple[str, float, float, list[dict[str, Any]]]]) -> list[float] | None:
+    """The parent's seconds per returned call, per task result (a slice or continuation) and per sub-task: a
+    least-squares fit, with no negative terms, of the gap after each recorded call (the parent taking its results
+    and handing out the next) to the numbers of each it returned. The record's mean per result (``parent_s``)
+    charges a batch of 64 one-millisecond sub-tasks as 64 task results; the fit tells them apart. None with too
+    few calls to fit."""
+    import numpy as np
+
+    rows = [(1.0, sum(it["sub"] is None for it in items), sum(it["sub"] is not None for it in items))
+            for _, _, _, items in calls[:-1]]
+    gaps = [b[1] - (a[1] + a[2]) for a, b in itertools.pairwise(calls)]
+    if len(gaps) < 10:
+        return None
+    x, y = np.array(rows), np.array(gaps)
+    keep = [0, 1, 2]
+    while True:  # (an active set: drop a term the fit makes negative, and fit the others again)
+        coef, *_ = np.linalg.lstsq(x[:, keep], y, rcond=None)
+        if (coef >= 0).all() or len(keep) == 1:
+            out = [0.0, 0.0, 0.0]
+            for k, c in zip(keep, coef, strict=True):
+                out[k] = max(0.0, float(c))
+            return out
+        keep.pop(int(np.argmin(coef)))
 
 
 def figure(frame: pd.DataFrame) -> Any:

@@ -103,3 +103,26 @@ def test_when_the_first_verified_graph_returns_by_hand() -> None:
     assert s.replay(run, 1, 0.0, 0.0, batched=False).first_found_s == pytest.approx(1.0 + 5.0 + 3 * 0.1)
     assert s.replay(run, 4, 0.0, 0.0, batched=False).first_found_s == pytest.approx(1.0 + 1.0 + 0.1)
     assert s.replay(whole(s, "none", 0.0, (1.0,), 1.0), 2, 0.0, 0.0).first_found_s is None
+
+
+def test_the_parents_time_per_call_task_and_sub_task_by_hand() -> None:
+    """The gaps between recorded calls give the parent's time per call, per task result and per sub-task; the
+    replay then charges a batch of sub-tasks its own rate, not a task's."""
+    s = load()
+    calls, t = [], 0.0
+    for k in range(40):
+        tasks, subs = k % 3, (k * 7) % 11
+        items = [{"sub": None}] * tasks + [{"sub": j} for j in range(subs)]
+        calls.append(("run_batch", t, 0.5, items))
+        t += 0.5 + 0.002 + 0.001 * tasks + 0.0001 * subs
+    assert s.fit_parent(calls) == pytest.approx([0.002, 0.001, 0.0001], abs=1e-9)
+    assert s.fit_parent(calls[:5]) is None
+    heavy = s.Task((1.0, False), (1.0, False), ((0.1, False),) * 10)
+    fitted = s.Recorded("fit", 0.0, (heavy,), True, 3.0, parent_fit=(0.01, 0.1, 0.001))
+    assert fitted.taking_s(10, subs=True) == pytest.approx(0.01 + 0.01)
+    assert fitted.taking_s(2, subs=False) == pytest.approx(0.01 + 0.2)
+    assert fitted.parent_own_s == pytest.approx(2 * 0.1 + 10 * 0.001)
+    # one worker: slice, its result, continuation, its result, then the ten sub-tasks in five batches of two
+    # (10 // 4; no sub-task's seconds known yet), each taken at 0.01 + 2 × 0.001
+    one = s.replay(fitted, 1, 0.0, 0.0, batched=False)
+    assert one.wall_s == pytest.approx(1.0 + 0.11 + 1.0 + 0.11 + 5 * (0.2 + 0.012))
