@@ -42,6 +42,7 @@ own costs per call (``calibration``), the ``--overhead-ms`` and ``--call-ms`` to
 from __future__ import annotations
 
 import argparse
+import gzip
 import heapq
 import itertools
 import json
@@ -139,7 +140,8 @@ class Recorded:
 
     @classmethod
     def load(cls, path: Path) -> Recorded:
-        doc = json.loads(path.read_text())
+        raw = path.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
         if doc.get("format") != FORMAT:
             raise SystemExit(f"{path} is not a task-cost record (format {doc.get('format')!r}); re-record it with "
                              "benchmarks/scaling.py --record")
@@ -153,6 +155,19 @@ class Recorded:
                    float(doc["measured_wall_s"]), float(doc["parent_s"]), float(doc["finish_s"]),
                    float(doc["trials_s"]), tuple(doc["parent_fit"]) if doc.get("parent_fit") else None,
                    extra={"version": 2, "stop": doc.get("stop"), "states": doc.get("states")})
+
+
+def records(folder: Path) -> list[Path]:
+    """The task-cost records in ``folder``: ``<name>.json``, or ``.json.gz`` as ``--record`` writes them."""
+    return sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])
+
+
+def record_of(folder: Path, stem: str) -> Path:
+    """The record of ``stem`` (``gqa_bs1``) in ``folder``."""
+    for path in (folder / f"{stem}.json.gz", folder / f"{stem}.json"):
+        if path.exists():
+            return path
+    raise SystemExit(f"no task-cost record {stem} in {folder}; record one with --record")
 
 
 @dataclass(frozen=True)
@@ -325,8 +340,8 @@ def record(spec: str, time_limit: float, out_dir: Path, overrides: dict[str, Any
            "best": res.best.hash if res.best is not None else None, "executor": "serial (one call at a time)",
            "time_limit_s": time_limit, "settings": overrides or {}}
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{doc['name']}.json"
-    path.write_text(json.dumps(doc, indent=0) + "\n")
+    path = out_dir / f"{doc['name']}.json.gz"  # (compact and compressed: QKNorm b1's 1.1 M sub-tasks are 2 MB so)
+    path.write_bytes(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), 9))
     return path
 
 
@@ -345,7 +360,7 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, call_s
     sys.path.insert(0, str(Path(__file__).parent))
     from search import PRESET
 
-    run = Recorded.load(costs / f"{name}_bs{batch or 1}.json")
+    run = Recorded.load(record_of(costs, f"{name}_bs{batch or 1}"))
     runs = tempfile.mkdtemp(prefix="scaling-cluster-")
     try:
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
@@ -446,7 +461,7 @@ def _costs(calls: list[tuple[str, float, float, list[dict[str, Any]]]], t0: floa
     for _, _, _, items in calls:
         for it in items:
             trials = max(trials, it["trials_s"])
-            unit = [max(0.0, it["wall"] - it["trials_s"]), bool(it["verifies"]), int(it["found"])]
+            unit = [round(max(0.0, it["wall"] - it["trials_s"]), 6), bool(it["verifies"]), int(it["found"])]
             task = tasks.setdefault(it["index"], {"slice": None, "cont": None, "subs": {}})
             if it["sub"] is not None:
                 task["subs"][it["sub"]] = unit
@@ -535,7 +550,7 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(row, indent=1))
         return 0
-    paths = sorted(Path(args.costs).glob("*.json"))
+    paths = records(Path(args.costs))
     if not paths:
         print(f"no recorded task costs in {args.costs}; record some with --record rmsnorm:1", file=sys.stderr)
         return 1

@@ -61,7 +61,7 @@ def test_split_tasks_and_batches_by_hand() -> None:
 
 def test_every_recorded_run_replays(tmp_path: Path) -> None:
     s = load()
-    paths = sorted((REPO_ROOT / "data" / "task_costs").glob("*.json"))
+    paths = sorted((REPO_ROOT / "data" / "task_costs").glob("*.json*"))
     assert paths, "data/task_costs holds no recorded runs"
     for p in paths:
         run = s.Recorded.load(p)
@@ -126,3 +126,22 @@ def test_the_parents_time_per_call_task_and_sub_task_by_hand() -> None:
     # (10 // 4; no sub-task's seconds known yet), each taken at 0.01 + 2 × 0.001
     one = s.replay(fitted, 1, 0.0, 0.0, batched=False)
     assert one.wall_s == pytest.approx(1.0 + 0.11 + 1.0 + 0.11 + 5 * (0.2 + 0.012))
+
+
+def test_a_compressed_record_reads_as_its_json(tmp_path: Path) -> None:
+    """``--record`` writes ``<name>.json.gz``; the replay reads it, and ``record_of`` finds it by its stem."""
+    import gzip
+    import json
+
+    s = load()
+    doc = {"format": s.FORMAT, "version": 2, "name": "tiny_bs1", "frontier_s": 0.5, "finish_s": 0.1,
+           "parent_s": 0.001, "parent_fit": [0.002, 0.001, 0.0001], "trials_s": 0.0, "complete": True,
+           "measured_wall_s": 2.0, "tasks": [{"slice": [1.0, True, 1], "cont": None, "subs": []}]}
+    path = tmp_path / "tiny_bs1.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    assert s.record_of(tmp_path, "tiny_bs1") == path and s.records(tmp_path) == [path]
+    run = s.Recorded.load(path)
+    assert run.parent_fit == (0.002, 0.001, 0.0001) and s.found(run.tasks[0].slice) == 1
+    assert s.replay(run, 1, 0.0, 0.0).first_found_s == pytest.approx(0.5 + 1.0 + 0.002 + 0.001)
+    with pytest.raises(SystemExit, match="no task-cost record other_bs1"):
+        s.record_of(tmp_path, "other_bs1")
