@@ -4,17 +4,19 @@ simulation of the runner's scheduling for 1 to 256 workers.
 A search is a serial frontier (the parent enumerates the kernel-level states and cuts the block-graph subtrees
 into tasks), then its tasks, handed out to whichever worker is free, then the parent's merge. The runner
 (``search/runner.py``) first runs every task as a slice of ``SLICE_STATES`` states, in order (a cluster's
-executor takes several slices per call: ``split.batch_size``); a task its slice does not finish is heavy and
-goes to the back of the queue, and its continuation hands the kernels it opens after its root closes back as
-sub-tasks, which go out first, in batches (``search/split.py``).
+executor takes several slices per call, ``split.batch_size``, and the call stops starting them after
+``split.CALL_S``); a task its slice does not finish is heavy and goes to the back of the queue, and its
+continuation hands the kernels it opens after its root closes back as sub-tasks, which go out first, in batches
+sized as they go out (``search/split.py``, ``runner._sub_batch``). The replay imports those rules.
 
 ``--record`` runs a search serially into a fresh run folder and writes, per task in dispatch order, the wall time
-of its slice, of its continuation and of each sub-task (and which of them verified a candidate), the frontier,
-the parent's time per result and its merge, and the seconds the program's trials took, to
-``data/task_costs/<program>_bs<batch>.json`` (format version 2; version-1 records, one time per task, still
-replay). The replay follows the runner's policy, event by event, with these costs:
+of its slice, of its continuation and of each sub-task (whether it checked a candidate, and how many μGraphs it
+verified), the frontier, the parent's time per result (and, fitted to the gaps between calls, per call, per task
+result and per sub-task: ``fit_parent``) and its merge, and the seconds the program's trials took, to
+``<costs>/<program>_bs<batch>.json.gz`` (format version 2, compact JSON; ``.json`` records and version-1 records,
+one time per task, still replay). The replay follows the runner's policy, event by event, with these costs:
 * the parent is one serial thread: it hands out each call in ``--overhead-ms`` (a cluster scheduler's order:
-  about 1 ms) and spends its recorded time on each result;
+  about 1 ms) and spends its recorded time on each returned call;
 * each worker starts once, in ``--worker-start-s``;
 * ``--trials worker`` (what the code does): each worker evaluates the program's trials at its first call that
   verifies a candidate; ``once``: the trials are evaluated once and shared, overlapped with the workers' start.
@@ -63,7 +65,7 @@ from typing import Any
 import pandas as pd
 
 from mirage_lab.search.runner import BATCH_SUBTASKS, BATCH_TASKS, MOST_SUBTASKS
-from mirage_lab.search.split import SUB_CALL_S, averaged, batch_size
+from mirage_lab.search.split import CALL_S, SUB_CALL_S, averaged, batch_size
 
 ROOT = Path(__file__).resolve().parent.parent
 COSTS = ROOT / "data" / "task_costs"
@@ -207,7 +209,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     heapq.heapify(events)
     seq = workers
     queue: deque[tuple[int, int]] = deque((i, 0) for i in range(len(run.tasks)))  # (task, 0 slice / 1 continuation)
-    subq: deque[list[Unit]] = deque()
+    subq: deque[list[int]] = deque()  # [task, its next sub-task to hand out] (``runner._sub_batch``)
     paid: set[int] = set()  # workers that evaluated the trials
     each: float | None = None  # the runner's running estimate of a batched slice's seconds
     sub_each: float | None = None  # and of a sub-task's
@@ -229,15 +231,20 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             if stage == 0 and task.cont is not None:
                 queue.append((i, 1))
             elif stage == 1 and task.subs:
-                most = BATCH_SUBTASKS if sub_each is None else MOST_SUBTASKS
-                n = batch_size(len(task.subs), workers, most, sub_each, SUB_CALL_S)
-                subq.extend(list(task.subs[k:k + n]) for k in range(0, len(task.subs), n))
+                subq.append([i, 0])
         idle.append(w)
         while idle and (subq or queue):
             w = idle.pop()
             units: list[Unit]
             if subq:
-                units, finished = subq.popleft(), []
+                i, first = subq[0]
+                subs = run.tasks[i].subs
+                n = batch_size(len(subs) - first, workers, BATCH_SUBTASKS if sub_each is None else MOST_SUBTASKS,
+                               sub_each, SUB_CALL_S)
+                units, finished = list(subs[first:first + n]), []
+                subq[0][1] += n
+                if first + n == len(subs):
+                    subq.popleft()
             elif queue[0][1] == 1:
                 i, _ = queue.popleft()
                 cont = run.tasks[i].cont
@@ -249,6 +256,9 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
                     if batched else 1
                 while queue and queue[0][1] == 0 and len(finished) < most:
                     finished.append(queue.popleft())
+                started = within(CALL_S, [run.tasks[i].slice[0] for i, _ in finished]) if batched else 1
+                queue.extendleft(reversed(finished[started:]))  # (``task.run_batch``'s budget: handed out again)
+                finished = finished[:started]
                 units = [run.tasks[i].slice for i, _ in finished]
             sched = max(sched, t) + overhead_s
             cost = sum(u[0] for u in units) + call_s
@@ -269,6 +279,17 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     if cores is not None:
         wall = max(wall, (work + parent) / cores)
     return Replay(wall, calls, work, parent, first_found if math.isfinite(first_found) else None)
+
+
+def within(budget_s: float, seconds: list[float]) -> int:
+    """How many items of a call ``task.run_batch`` starts with ``budget_s``: none after the call has run that
+    long, and always the first."""
+    spent, n = 0.0, 0
+    for s in seconds:
+        if n and spent >= budget_s:
+            break
+        spent, n = spent + s, n + 1
+    return n
 
 
 def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:

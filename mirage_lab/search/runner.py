@@ -76,7 +76,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import SUB_CALL_S, averaged, batch_size, join_split
+from mirage_lab.search.split import CALL_S, SUB_CALL_S, averaged, batch_size, join_split
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -330,14 +330,14 @@ class _Search:
         workers = max(1, window // 2)
         submit = Submitter(executor)
         program, config = submit.share(self.program_doc), submit.share(self.config_doc)
-        subqueue: deque[tuple[int, list[int]]] = deque()  # (task, its sub-tasks in one call), before ``queue``
+        subqueue: deque[list[int]] = deque()  # [task, its next sub-task to hand out], before ``queue``
         while True:
             while (subqueue or queue) and len(inflight) < window:  # budgets are checked as results arrive, in order
                 # budgets truncate one ordered stream on every executor: there, each task bounds only by what it
                 # verifies itself, so its walk does not depend on which tasks finished first
                 bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
                 if subqueue:
-                    i, ks = subqueue.popleft()
+                    i, ks = self._sub_batch(subqueue, workers)
                     subs = self._families[i]["subtasks"]
                     inflight[submit(run_batch, program, config, [i] * len(ks), [subs[k][0] for k in ks],
                                     [subs[k][1] for k in ks], run_dir, deadline, self.t0, bound, [None] * len(ks),
@@ -354,7 +354,7 @@ class _Search:
                         batch.append(queue.popleft())
                     inflight[submit(run_batch, program, config, batch, [front.tasks[j][0] for j in batch],
                                     [front.tasks[j][1] for j in batch], run_dir, deadline, self.t0, bound,
-                                    [SLICE_STATES] * len(batch), [None] * len(batch))] = ("tasks", batch)
+                                    [SLICE_STATES] * len(batch), [None] * len(batch), CALL_S)] = ("tasks", batch)
                     continue
                 parent, prefix = front.tasks[i]
                 resume = self._slices[i]["resume"] if i in self._slices else None
@@ -368,7 +368,9 @@ class _Search:
                 if what[0] == "subs":
                     self._sub_results(what[1], what[2], f.result(), done, bar)
                 elif what[0] == "tasks":
-                    for res in f.result():
+                    results = f.result()
+                    queue.extendleft(reversed(what[1][len(results):]))  # (not started within the call's budget)
+                    for res in results:
                         self._slice_s = averaged(self._slice_s, res["wall"])
                         self._task_result(res["index"], True, res, queue, subqueue, workers, done, bar)
                 else:
@@ -377,7 +379,7 @@ class _Search:
                 return
 
     def _task_result(self, i: int, sliced: bool, res: dict[str, Any], queue: deque[int],
-                     subqueue: deque[tuple[int, list[int]]], workers: int, done: dict[int, dict[str, Any]],
+                     subqueue: deque[list[int]], workers: int, done: dict[int, dict[str, Any]],
                      bar: Any) -> None:
         """Take a task's result: a slice to continue later, a split walk whose sub-tasks go out first, or a
         finished task."""
@@ -393,13 +395,22 @@ class _Search:
             if self.folder is not None:
                 self.folder.record(res.get("files", {}))
             self._families[i] = {"head": res, "subtasks": subs, "parts": {}}
-            # (sized by what sub-tasks took lately, once some came back: a call worth its hand-out)
-            most = BATCH_SUBTASKS if self._sub_s is None else MOST_SUBTASKS
-            n = batch_size(len(subs), workers, most, self._sub_s, SUB_CALL_S)
-            batches = [list(range(k, min(k + n, len(subs)))) for k in range(0, len(subs), n)]
-            subqueue.extend((i, ks) for ks in batches)
+            subqueue.append([i, 0])
             return
         self._task_done(i, res, done, bar)
+
+    def _sub_batch(self, subqueue: deque[list[int]], workers: int) -> tuple[int, list[int]]:
+        """The next call's sub-tasks, from the first split task with some left: sized as it goes out, by what the
+        sub-tasks took lately once some came back (a call worth its hand-out), else a share of those left."""
+        family = subqueue[0]
+        i, first = family
+        left = len(self._families[i]["subtasks"]) - first
+        most = BATCH_SUBTASKS if self._sub_s is None else MOST_SUBTASKS
+        n = batch_size(left, workers, most, self._sub_s, SUB_CALL_S)
+        family[1] += n
+        if n == left:
+            subqueue.popleft()
+        return i, list(range(first, first + n))
 
     def _sub_results(self, i: int, ks: list[int], results: list[dict[str, Any]], done: dict[int, dict[str, Any]],
                      bar: Any) -> None:
@@ -540,8 +551,9 @@ class _Search:
 SLICE_STATES = 10_000
 #: the most sub-tasks of a split task one worker call takes (``split.batch_size``) before any came back, and after
 BATCH_SUBTASKS, MOST_SUBTASKS = 64, 1024
-#: the most slices one worker call of a cluster takes (``split.batch_size``)
-BATCH_TASKS = 2
+#: the most slices one worker call of a cluster takes (``split.batch_size``); the call stops starting them after
+#: ``split.CALL_S`` (``task.run_batch``), so a batch of heavy slices lasts about one of them
+BATCH_TASKS = 32
 
 
 def fused_first(tasks: list[tuple[str, list[Any]]], todo: list[int]) -> list[int]:

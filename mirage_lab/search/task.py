@@ -93,17 +93,23 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
 
 def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: list[int], parents: list[str],
               prefixes: list[list[Any]], run_dir: str | None, deadline: float | None, started: float,
-              incumbent: float | None, slices: Sequence[int | None], subs: Sequence[int | None]
-              ) -> list[dict[str, Any]]:
+              incumbent: float | None, slices: Sequence[int | None], subs: Sequence[int | None],
+              budget_s: float | None = None) -> list[dict[str, Any]]:
     """Several tasks or sub-tasks in one worker call (``run_task``'s arguments, a list each where they differ):
     a cluster's scheduler hands out one call instead of many, the walks share their checks' memos (sub-tasks of
     one task meet the same operands), and each starts from the cheapest μGraph the ones before it verified.
-    ``subs[k]`` numbers a sub-task within its task (its node ids are ``<task>.<sub>.<n>``), None for a task."""
+    ``subs[k]`` numbers a sub-task within its task (its node ids are ``<task>.<sub>.<n>``), None for a task.
+    With ``budget_s``, no item starts once the call has run that long: the results are those of the first items,
+    and the caller hands the others out again (a batch of slices then lasts about one slice however many it
+    holds)."""
     out: list[dict[str, Any]] = []
     memos: Enumerator | None = None
     context = task_context(program_doc, config_doc)
+    began = time.perf_counter()
     with small_pages():
         for index, parent, prefix, cap, sub in zip(indices, parents, prefixes, slices, subs, strict=True):
+            if out and budget_s is not None and time.perf_counter() - began >= budget_s:
+                break
             res, memos = _run_task(context, index, parent, prefix, run_dir, deadline, started, incumbent, cap, None,
                                    False, sub, memos)
             if res["incumbent"] is not None:

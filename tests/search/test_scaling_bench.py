@@ -122,10 +122,11 @@ def test_the_parents_time_per_call_task_and_sub_task_by_hand() -> None:
     assert fitted.taking_s(10, subs=True) == pytest.approx(0.01 + 0.01)
     assert fitted.taking_s(2, subs=False) == pytest.approx(0.01 + 0.2)
     assert fitted.parent_own_s == pytest.approx(2 * 0.1 + 10 * 0.001)
-    # one worker: slice, its result, continuation, its result, then the ten sub-tasks in five batches of two
-    # (10 // 4; no sub-task's seconds known yet), each taken at 0.01 + 2 × 0.001
+    # one worker: slice, its result, continuation, its result, then the ten sub-tasks, each batch sized as it goes
+    # out: 10 // 4 = 2 (no sub-task's seconds known yet), 8 // 4 = 2, then ones as the share shrinks (50 ms is one
+    # sub-task of 0.1 s); a batch of two is taken at 0.01 + 2 × 0.001, one of one at 0.011
     one = s.replay(fitted, 1, 0.0, 0.0, batched=False)
-    assert one.wall_s == pytest.approx(1.0 + 0.11 + 1.0 + 0.11 + 5 * (0.2 + 0.012))
+    assert one.wall_s == pytest.approx(1.0 + 0.11 + 1.0 + 0.11 + 1.0 + 2 * 0.012 + 6 * 0.011)
 
 
 def test_a_compressed_record_reads_as_its_json(tmp_path: Path) -> None:

@@ -79,6 +79,28 @@ def test_split_tasks_find_and_log_what_whole_ones_do(monkeypatch: pytest.MonkeyP
     assert _without_ids(lines) == _without_ids(_events(whole))  # in the same order
 
 
+def test_slices_a_call_did_not_start_go_out_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                 whole: ml.search.SearchResult) -> None:
+    """A batch of slices stops starting them after ``CALL_S`` (``task.run_batch``); the runner hands the rest out
+    again, and the search is the same one. With no budget at all, each call starts only its first slice."""
+    given: list[tuple[int, int]] = []  # (slices handed out in a call, results it returned)
+    real = runner.run_batch
+
+    def spy(*args: Any) -> list[dict[str, Any]]:
+        out = real(*args)
+        if all(k is None for k in args[10]):
+            given.append((len(args[2]), len(out)))
+        return out
+
+    monkeypatch.setattr(runner, "CALL_S", 0.0)
+    monkeypatch.setattr(runner, "run_batch", spy)
+    res = search(tmp_path, executor=Cluster(), **TWO_KERNELS)
+    assert any(n > 1 for n, _ in given) and all(got == 1 for _, got in given)
+    assert res.report.stop_reason == "complete" and res.report.tasks_done == res.report.tasks_total
+    assert {c.hash for c in res.candidates} == {c.hash for c in whole.candidates}
+    assert res.report.states == whole.report.states
+
+
 def test_batches_shrink_with_the_queue() -> None:
     assert batch_size(10_000, 2, 64) == 64 and batch_size(10_000, 256, 64) == 9
     assert batch_size(5, 256, 64) == 1 and batch_size(0, 1, 64) == 1
