@@ -348,9 +348,9 @@ def record(spec: str, time_limit: float, out_dir: Path, overrides: dict[str, Any
     rec = Recorder()
     try:
         t = time.perf_counter()
-        res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), preset(PRESET[name], **(overrides or {})),
-                               executor=rec,
-                               run_dir=runs, progress=False, time_limit_s=time_limit)
+        config = preset(PRESET[name], **(overrides or {}))
+        res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), config, executor=rec, run_dir=runs,
+                               progress=False, time_limit_s=time_limit)
         wall = time.perf_counter() - t
     finally:
         shutil.rmtree(runs, ignore_errors=True)
@@ -361,7 +361,7 @@ def record(spec: str, time_limit: float, out_dir: Path, overrides: dict[str, Any
            "best": res.best.hash if res.best is not None else None, "executor": "serial (one call at a time)",
            "time_limit_s": time_limit, "settings": overrides or {}}
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{doc['name']}.json.gz"  # (compact and compressed: QKNorm b1's 1.1 M sub-tasks are 2 MB so)
+    path = out_dir / f"{doc['name']}.json.gz"  # (compact and gzipped: QKNorm b1's 1.1 M sub-tasks take 2 MB)
     path.write_bytes(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), 9))
     return path
 
