@@ -64,8 +64,8 @@ from typing import Any
 
 import pandas as pd
 
-from mirage_lab.search.runner import BATCH_SUBTASKS, BATCH_TASKS, MOST_SUBTASKS
-from mirage_lab.search.split import CALL_S, SUB_CALL_S, averaged, batch_size
+from mirage_lab.search.runner import BATCH_TASKS
+from mirage_lab.search.split import CALL_S, averaged, batch_size, sub_batch_size
 
 ROOT = Path(__file__).resolve().parent.parent
 COSTS = ROOT / "data" / "task_costs"
@@ -239,8 +239,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             if subq:
                 i, first = subq[0]
                 subs = run.tasks[i].subs
-                n = batch_size(len(subs) - first, workers, BATCH_SUBTASKS if sub_each is None else MOST_SUBTASKS,
-                               sub_each, SUB_CALL_S)
+                n = sub_batch_size(len(subs) - first, workers, sub_each)
                 units, finished = list(subs[first:first + n]), []
                 subq[0][1] += n
                 if first + n == len(subs):
@@ -298,7 +297,7 @@ def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
     subs = [u[0] for t in run.tasks for u in t.subs]
     each = sum(subs) / len(subs) if subs else None
     calls = -(-len(run.tasks) // BATCH_TASKS) + sum(1 for t in run.tasks if t.cont) + sum(
-        -(-len(t.subs) // batch_size(len(t.subs), workers, MOST_SUBTASKS, each, SUB_CALL_S))
+        -(-len(t.subs) // sub_batch_size(len(t.subs), workers, each))
         for t in run.tasks if t.subs)
     return run.parent_own_s + calls * (overhead_s + run.per_call_s)
 

@@ -76,7 +76,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import CALL_S, SUB_CALL_S, averaged, batch_size, join_split
+from mirage_lab.search.split import CALL_S, averaged, batch_size, join_split, sub_batch_size
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -311,7 +311,7 @@ class _Search:
         finish is heavy: it goes to the back of the queue and is later *continued* where the slice stopped, with
         ``split`` (``split.py``): the kernels it opens after its root closes come back as sub-tasks, which go to
         the front of the queue in batches (``run_batch``) that any free worker takes — once some came back, each
-        batch worth at least ``SUB_CALL_S`` at their recent seconds — and the task's result is joined from them
+        batch worth at least ``split.SUB_CALL_S`` at their recent seconds — and the task's result is joined from them
         (``join_split``). Under ``cost_bound``, the slices of all roots come first, so the cheap
         μGraphs anywhere in the space set the incumbent before the heavy subtrees are walked (GQA's split-KV
         μGraph lies 6 341 states into task 933, behind heavy roots that take minutes), and each continuation or
@@ -405,8 +405,7 @@ class _Search:
         family = subqueue[0]
         i, first = family
         left = len(self._families[i]["subtasks"]) - first
-        most = BATCH_SUBTASKS if self._sub_s is None else MOST_SUBTASKS
-        n = batch_size(left, workers, most, self._sub_s, SUB_CALL_S)
+        n = sub_batch_size(left, workers, self._sub_s)
         family[1] += n
         if n == left:
             subqueue.popleft()
@@ -549,8 +548,6 @@ class _Search:
 #: states a task's first run walks before it yields to the other tasks' (``_Search._drive``); a task that needs more
 #: is split when continued
 SLICE_STATES = 10_000
-#: the most sub-tasks of a split task one worker call takes (``split.batch_size``) before any came back, and after
-BATCH_SUBTASKS, MOST_SUBTASKS = 64, 1024
 #: the most slices one worker call of a cluster takes (``split.batch_size``); the call stops starting them after
 #: ``split.CALL_S`` (``task.run_batch``), so a batch of heavy slices lasts about one of them
 BATCH_TASKS = 32

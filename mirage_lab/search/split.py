@@ -96,6 +96,16 @@ def batch_size(pending: int, workers: int, most: int, each_s: float | None = Non
 CALL_S = 0.25
 #: the seconds a batch of sub-tasks is worth at least: fifty hand-outs of a cluster's scheduler (about 1 ms each)
 SUB_CALL_S = 0.05
+#: the most sub-tasks of a split task one worker call takes before any sub-task came back, and after
+BATCH_SUBTASKS, MOST_SUBTASKS = 64, 1024
+
+
+def sub_batch_size(left: int, workers: int, each_s: float | None) -> int:
+    """How many of a split task's ``left`` sub-tasks the next call takes (``runner._sub_batch``, and the replay in
+    ``benchmarks/scaling.py``): once sub-tasks came back (``each_s``, their recent seconds), a call worth at least
+    ``SUB_CALL_S``; before, a share of those left."""
+    most = BATCH_SUBTASKS if each_s is None else MOST_SUBTASKS
+    return batch_size(left, workers, most, each_s, SUB_CALL_S)
 #: how fast the runner's estimate of a slice's seconds follows the latest ones (an exponential average)
 EACH_WEIGHT = 0.1
 
