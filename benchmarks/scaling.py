@@ -26,9 +26,11 @@ one time per task, still replay). The replay follows the runner's policy, event 
   least their CPU seconds over the cores.
 
 It prints the projected wall time and speed-up per W, and the bound that flattens the curve: the work shared
-out, the longest call, or the parent (frontier, hand-outs, results, merge). Records that say how many μGraphs
-each call verified (since issue 37's item 3) also give when the first verified one comes back (``first_found_s``):
-for a space too big to finish, the time to a fused kernel is the figure that matters.
+out, the longest task (its slice, continuation and longest sub-task, one after another), or the parent (frontier,
+hand-outs, results, merge); and the *ceiling*, the speed-up no hand-out policy could pass with these tasks
+(``ceiling``). Records that say how many μGraphs each call verified (since issue 37's item 3) also give when the
+first verified one comes back (``first_found_s``): for a space too big to finish, the time to a fused kernel is the
+figure that matters.
 
 ``--cluster NAME:BATCH`` runs the search on a 2-worker Dask ``LocalCluster`` beside the replay of its record (made
 on the same machine) and measures the parent's and the workers' CPU; for a complete record it gives the executor's
@@ -94,6 +96,12 @@ class Task:
 
     def units(self) -> list[float]:
         return [self.slice[0], *([self.cont[0]] if self.cont else []), *(u[0] for u in self.subs)]
+
+    @property
+    def chain_s(self) -> float:
+        """The seconds of its calls that must run one after another: the continuation starts where the slice
+        stopped, and the sub-tasks are what the continuation hands back (they run side by side)."""
+        return self.slice[0] + (self.cont[0] if self.cont else 0.0) + max((u[0] for u in self.subs), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -194,7 +202,8 @@ def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, tri
 def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
            batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None) -> Replay:
     """The projected run of ``run`` on ``workers`` workers: the runner's hand-out replayed event by event
-    (slices in order, several per call when ``batched``; continuations at the back; sub-tasks first, in batches),
+    (slices in order, several per call when ``batched``, those a call did not start back at the front when it
+    returns; continuations at the back; sub-tasks first, in batches),
     the parent one serial thread (``overhead_s`` per hand-out, ``run.taking_s`` per returned call), each call costing
     its worker ``call_s`` beyond its recorded seconds (an executor's own work per call: arguments, results). With
     ``cores``, the workers and the parent share that many cores, so the wall time is at least their CPU seconds
@@ -203,13 +212,14 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     if batched is None:
         batched = run.extra.get("version", 2) == 2
     frontier = run.frontier_s + (max(0.0, run.trials_s - start_s) if trials == "once" else 0.0)
-    # (when, tie-break, worker, the tasks' calls it finished, the parts it returns)
-    events: list[tuple[float, int, int, list[Any], list[Unit]]] = [
-        (frontier + start_s, w, w, [], []) for w in range(workers)]
+    # (when, tie-break, worker, the tasks' calls it finished, the parts it returns, what it did not start: slices
+    # or a range of sub-tasks, handed out again when it returns)
+    events: list[tuple[float, int, int, list[Any], list[Unit], Any]] = [
+        (frontier + start_s, w, w, [], [], None) for w in range(workers)]
     heapq.heapify(events)
     seq = workers
     queue: deque[tuple[int, int]] = deque((i, 0) for i in range(len(run.tasks)))  # (task, 0 slice / 1 continuation)
-    subq: deque[list[int]] = deque()  # [task, its next sub-task to hand out] (``runner._sub_batch``)
+    subq: deque[list[int]] = deque()  # [task, its next sub-task to hand out, the end] (``runner._sub_batch``)
     paid: set[int] = set()  # workers that evaluated the trials
     each: float | None = None  # the runner's running estimate of a batched slice's seconds
     sub_each: float | None = None  # and of a sub-task's
@@ -218,7 +228,11 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     calls, work = 0, 0.0
     first_found = math.inf
     while events:
-        t, _, w, done, parts = heapq.heappop(events)
+        t, _, w, done, parts, again = heapq.heappop(events)
+        if again and isinstance(again[0], tuple):  # (``task.run_batch``'s budget: handed out again, first)
+            queue.extendleft(reversed(again))
+        elif again:
+            subq.appendleft(again)
         if parts:  # the parent takes the results (``runner._task_result``), which may queue more calls
             sched = max(sched, t) + run.taking_s(len(parts), not done)
         if parts and not done:  # a batch of sub-tasks (``runner._sub_results``)
@@ -231,18 +245,18 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             if stage == 0 and task.cont is not None:
                 queue.append((i, 1))
             elif stage == 1 and task.subs:
-                subq.append([i, 0])
+                subq.append([i, 0, len(task.subs)])
         idle.append(w)
         while idle and (subq or queue):
             w = idle.pop()
             units: list[Unit]
+            again: Any = None
             if subq:
-                i, first = subq[0]
-                subs = run.tasks[i].subs
-                n = sub_batch_size(len(subs) - first, workers, sub_each)
-                units, finished = list(subs[first:first + n]), []
+                i, first, stop = subq[0]
+                n = sub_batch_size(stop - first, workers, sub_each)
+                units, finished = list(run.tasks[i].subs[first:first + n]), []
                 subq[0][1] += n
-                if first + n == len(subs):
+                if first + n == stop:
                     subq.popleft()
             elif queue[0][1] == 1:
                 i, _ = queue.popleft()
@@ -255,9 +269,9 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
                     if batched else 1
                 while queue and queue[0][1] == 0 and len(finished) < most:
                     finished.append(queue.popleft())
-                started = within(CALL_S, [run.tasks[i].slice[0] for i, _ in finished]) if batched else 1
-                queue.extendleft(reversed(finished[started:]))  # (``task.run_batch``'s budget: handed out again)
-                finished = finished[:started]
+                started = within(CALL_S, [run.tasks[i].slice[0] for i, _ in finished]) \
+                    if batched else 1
+                finished, again = finished[:started], finished[started:]
                 units = [run.tasks[i].slice for i, _ in finished]
             sched = max(sched, t) + overhead_s
             cost = sum(u[0] for u in units) + call_s
@@ -267,7 +281,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             seq += 1
             calls += 1
             work += cost
-            heapq.heappush(events, (sched + cost, seq, w, finished, units))
+            heapq.heappush(events, (sched + cost, seq, w, finished, units, again))
             end = max(end, sched + cost)
             if any(found(u) for u in units):
                 first_found = min(first_found, sched + cost + run.taking_s(len(units), not finished))
@@ -303,12 +317,22 @@ def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
 
 
 def bounds(run: Recorded, workers: int, overhead_s: float, start_s: float) -> dict[str, float]:
-    """Lower bounds of the wall time: the serial frontier plus, after it, the work shared out, the longest
-    call, and the parent's own time."""
-    after = {"work": sum(run.tasks_s) / workers + start_s, "longest task": max(run.tasks_s, default=0.0) + start_s}
+    """Lower bounds of the wall time: the serial frontier and merge and the worker start plus the work shared out,
+    or plus the longest task (its calls that run one after another, ``Task.chain_s``); and the parent's own time."""
+    after = {"work": sum(run.tasks_s) / workers + start_s,
+             "longest task": max((t.chain_s for t in run.tasks), default=0.0) + start_s}
     out = {k: run.frontier_s + run.finish_s + v for k, v in after.items()}
     out["parent"] = serial_part(run, workers, overhead_s)
     return out
+
+
+def ceiling(run: Recorded, workers: int, start_s: float) -> float:
+    """The wall time no scheduler can beat with this record's tasks, frontier, merge and results, on ``workers``
+    workers that each start in ``start_s``: the work shared out evenly, the longest task's chain of calls, and the
+    parent's own time (frontier, results, merge), whatever the hand-outs cost. The speed-up it allows is the
+    ceiling of any change to the hand-out policy; raising it takes smaller tasks or a faster frontier and merge."""
+    b = bounds(run, workers, 0.0, start_s)
+    return max(b["work"], b["longest task"], run.parent_own_s)
 
 
 def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, start_s: float,
@@ -325,6 +349,7 @@ def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, sta
                          "complete": run.complete, "workers": w, "trials": trials,
                          "projected_s": round(wall, 2), "speedup": round(one / wall, 2),
                          "efficiency": round(one / wall / w, 3), "bound": limit,
+                         "ceiling": round(one / ceiling(run, w, start_s), 2),
                          "vs_measured_serial": round(run.measured_wall_s / wall, 2),
                          "frontier_s": round(run.frontier_s, 2), "parent_s": round(serial_part(run, w, overhead_s), 2),
                          "longest_task_s": round(max(run.tasks_s, default=0.0), 2),
@@ -582,9 +607,12 @@ def main() -> int:
         part = frame[frame["run"] == run.name]
         best = part.loc[part["speedup"].idxmax()]
         print(f"{run.name}: at most {best['speedup']}× ({best['workers']} workers), bounded by the "
-              f"{best['bound']}; serial frontier {run.frontier_s:.1f} s, longest call {max(run.tasks_s):.1f} s, "
+              f"{best['bound']}; serial frontier {run.frontier_s:.1f} s, merge {run.finish_s:.1f} s, longest call "
+              f"{max(run.tasks_s):.1f} s, longest task {max(t.chain_s for t in run.tasks):.1f} s, "
               f"{len(run.tasks)} tasks in {len(run.tasks_s)} calls"
               f"{'' if run.complete else ' (an incomplete run: the rest is unknown)'}")
+        print(f"{run.name}: the ceiling, what no hand-out policy beats with these tasks: " + ", ".join(
+            f"{r.ceiling}× ({r.workers} workers)" for r in part.itertuples()))
         if part["first_found_s"].notna().any():
             print(f"{run.name}: the first verified μGraph returns at " + ", ".join(
                 f"{r.first_found_s} s ({r.workers} workers)" for r in part.itertuples()))

@@ -61,20 +61,39 @@ def test_split_tasks_and_batches_by_hand() -> None:
 
 def test_every_recorded_run_replays(tmp_path: Path) -> None:
     s = load()
-    paths = sorted((REPO_ROOT / "data" / "task_costs").glob("*.json*"))
+    paths = sorted((REPO_ROOT / "data" / "task_costs").rglob("*.json*"))
     assert paths, "data/task_costs holds no recorded runs"
     for p in paths:
         run = s.Recorded.load(p)
         assert run.tasks_s and run.frontier_s >= 0
-        serial = s.simulate(run, 1, 0.0, 0.0)
-        assert serial == pytest.approx(run.frontier_s + sum(run.tasks_s) + run.trials_s * any(
+        serial = s.replay(run, 1, 0.0, 0.0)  # one worker: every second one after another
+        assert serial.wall_s == pytest.approx(sum(run.tasks_s) + run.trials_s * any(
             u[1] for t in run.tasks for u in [t.slice, *([t.cont] if t.cont else []), *t.subs])
-            + len(run.tasks_s) * run.parent_s + run.finish_s)
-        assert s.simulate(run, 256, 0.0, 0.0) >= run.frontier_s + max(run.tasks_s) - 1e-9
+            + run.parent_own_s + serial.calls * run.per_call_s)
+        for start in (0.0, 2.0):  # no projection passes what no hand-out policy can
+            assert s.simulate(run, 256, 0.0, start) >= s.ceiling(run, 256, start) - 1e-9
     out = subprocess.run([sys.executable, str(SCRIPT), "--workers", "1,2,64", "--json", str(tmp_path / "s.json"),
                           "--html", str(tmp_path / "s.html")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "bounded by the" in out.stdout and (tmp_path / "s.html").stat().st_size > 1000
+
+
+def test_the_ceiling_by_hand() -> None:
+    """The wall time no hand-out policy beats: the work shared out, or the longest task's calls one after another
+    (slice, continuation, its longest sub-task), or the parent's own time; each after the frontier, the worker
+    start and before the merge."""
+    s = load()
+    heavy = s.Task((1.0, False), (2.0, False), ((0.5, False), (3.0, False), (0.5, False)))
+    assert heavy.chain_s == pytest.approx(6.0)
+    run = s.Recorded("ceiling", 0.5, (heavy, s.Task((1.0, False))), True, 9.0, finish_s=0.25)
+    assert s.ceiling(run, 64, 0.0) == pytest.approx(0.5 + 6.0 + 0.25)
+    assert s.ceiling(run, 64, 1.0) == pytest.approx(0.5 + 1.0 + 6.0 + 0.25)
+    assert s.ceiling(run, 1, 0.0) == pytest.approx(0.5 + 8.0 + 0.25)  # one worker: all the work
+    assert s.simulate(run, 64, 0.0, 0.0) == pytest.approx(s.ceiling(run, 64, 0.0))  # met: nothing waits
+    frame = s.table([run], (1, 64), 0.0, 0.0)
+    assert frame.set_index("workers").loc[64, "ceiling"] == pytest.approx(round(8.75 / 6.75, 2))
+    slow = s.Recorded("slow parent", 0.0, (s.Task((0.01, False)),) * 100, True, 2.0, parent_s=0.02)
+    assert s.ceiling(slow, 64, 0.0) == pytest.approx(2.0)
 
 
 def test_per_call_costs_and_shared_cores_by_hand() -> None:
