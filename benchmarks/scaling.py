@@ -5,7 +5,7 @@ A search is a serial frontier (the parent enumerates the kernel-level states and
 into tasks), then its tasks, handed out to whichever worker is free, then the parent's merge. The runner
 (``search/runner.py``) first runs every task as a slice of ``SLICE_STATES`` states, in order (a cluster's
 executor takes several slices per call, ``split.batch_size``, and the call stops starting them after
-``split.CALL_S``); a task its slice does not finish is heavy and goes to the back of the queue, and its
+``split.call_budget_s``); a task its slice does not finish is heavy and goes to the back of the queue, and its
 continuation hands the kernels it opens after its root closes back as sub-tasks, which go out first, in batches
 sized as they go out (``search/split.py``, ``runner._sub_batch``). The replay imports those rules.
 
@@ -67,7 +67,7 @@ from typing import Any
 import pandas as pd
 
 from mirage_lab.search.runner import BATCH_TASKS
-from mirage_lab.search.split import CALL_S, averaged, batch_size, sub_batch_size
+from mirage_lab.search.split import averaged, batch_size, call_budget_s, sub_batch_size
 
 ROOT = Path(__file__).resolve().parent.parent
 COSTS = ROOT / "data" / "task_costs"
@@ -269,7 +269,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
                     if batched else 1
                 while queue and queue[0][1] == 0 and len(finished) < most:
                     finished.append(queue.popleft())
-                started = within(CALL_S, [run.tasks[i].slice[0] for i, _ in finished]) \
+                started = within(call_budget_s(workers), [run.tasks[i].slice[0] for i, _ in finished]) \
                     if batched else 1
                 finished, again = finished[:started], finished[started:]
                 units = [run.tasks[i].slice for i, _ in finished]

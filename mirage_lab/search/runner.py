@@ -76,7 +76,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import CALL_S, averaged, batch_size, join_split, sub_batch_size
+from mirage_lab.search.split import averaged, batch_size, call_budget_s, join_split, sub_batch_size
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -320,7 +320,8 @@ class _Search:
         (``join_slice``) whose events are those of one uninterrupted walk; no state is walked twice.
 
         ``batched`` (an executor we do not own: a cluster's, whose scheduler spends about a millisecond per
-        hand-out) hands slices out several per call too (``split.batch_size``).
+        hand-out) hands slices out several per call too (``split.batch_size``), each call worth the parent's round of
+        every worker (``split.call_budget_s``).
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         in_order = bool(self.config.state_limit or self.config.result_limit)
@@ -354,7 +355,8 @@ class _Search:
                         batch.append(queue.popleft())
                     inflight[submit(run_batch, program, config, batch, [front.tasks[j][0] for j in batch],
                                     [front.tasks[j][1] for j in batch], run_dir, deadline, self.t0, bound,
-                                    [SLICE_STATES] * len(batch), [None] * len(batch), CALL_S)] = ("tasks", batch)
+                                    [SLICE_STATES] * len(batch), [None] * len(batch),
+                                    call_budget_s(workers))] = ("tasks", batch)
                     continue
                 parent, prefix = front.tasks[i]
                 resume = self._slices[i]["resume"] if i in self._slices else None
@@ -549,7 +551,7 @@ class _Search:
 #: is split when continued
 SLICE_STATES = 10_000
 #: the most slices one worker call of a cluster takes (``split.batch_size``); the call stops starting them after
-#: ``split.CALL_S`` (``task.run_batch``), so a batch of heavy slices lasts about one of them
+#: ``split.call_budget_s`` (``task.run_batch``), so a batch of heavy slices lasts about one of them
 BATCH_TASKS = 32
 
 

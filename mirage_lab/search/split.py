@@ -81,14 +81,16 @@ def added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def batch_size(pending: int, workers: int, most: int, each_s: float | None = None, least_s: float = 0.0) -> int:
     """How many of ``pending`` tasks one worker call takes (guided self-scheduling): a share of what is left per
     worker, so that the hand-outs shrink as the queue does and the last ones balance, at most ``most``. With
-    ``each_s`` (what such a call's items took lately, each), no more than fill ``CALL_S``: fused-first order hands the
-    heavy roots out first (MQA b1's first slices take seconds each, its last milliseconds), and a batch of heavy
-    slices would be the longest call of the search; and no fewer than fill ``least_s``, so that a call is worth its
-    hand-out (a split task's sub-tasks average about a millisecond: GQA b1's 102 339 took 124 s in all)."""
+    ``each_s`` (what such a call's items took lately, each), no more than fill ``call_budget_s``: fused-first order
+    hands the heavy roots out first (MQA b1's first slices take seconds each, its last milliseconds), and a batch of
+    heavy slices would be the longest call of the search; and no fewer than fill ``least_s`` and ``served_s``, so that
+    a call is worth its hand-out (a split task's sub-tasks average about a millisecond: GQA b1's 102 339 took 124 s
+    in all) and the parent keeps every worker busy."""
     n = pending // (4 * max(1, workers))
     if each_s is not None:
         each = max(each_s, 1e-6)
-        n = max(min(n, int(CALL_S / each)), math.ceil(least_s / each))
+        least = max(least_s, served_s(workers))
+        n = max(min(n, int(call_budget_s(workers) / each)), math.ceil(least / each))
     return max(1, min(most, pending, n))
 
 
@@ -96,8 +98,23 @@ def batch_size(pending: int, workers: int, most: int, each_s: float | None = Non
 CALL_S = 0.25
 #: the seconds a batch of sub-tasks is worth at least: fifty hand-outs of a cluster's scheduler (about 1 ms each)
 SUB_CALL_S = 0.05
+#: the parent's seconds per call of a cluster's: its scheduler's hand-out (about 1 ms) and taking the call's results
+#: (0.5–0.8 ms: ``fit_parent`` on the records in ``data/task_costs/xeon``). It serves one call at a time.
+PARENT_CALL_S = 0.0015
 #: the most sub-tasks of a split task one worker call takes before any sub-task came back, and after
 BATCH_SUBTASKS, MOST_SUBTASKS = 64, 1024
+
+
+def served_s(workers: int) -> float:
+    """The seconds a call must last for the parent, serving one call at a time, to keep ``workers`` busy: GQA b1's
+    slices at a share of the queue each took 0.1 s at 256 workers, against the parent's 0.38 s to hand out and take
+    a call for every worker, and the replay ran 14.7× there against 19.7× at 64 (issue 37)."""
+    return workers * PARENT_CALL_S
+
+
+def call_budget_s(workers: int) -> float:
+    """The seconds after which a call of slices starts no more (``task.run_batch``'s budget), for ``workers``."""
+    return max(CALL_S, served_s(workers))
 
 
 def sub_batch_size(left: int, workers: int, each_s: float | None) -> int:

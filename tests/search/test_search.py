@@ -136,10 +136,12 @@ def test_run_folder_is_the_cache(tmp_path: Path, reference_run: ml.search.Search
 
 
 class Interrupting(SerialExecutor):
-    """Acts as the notebook stop button: KeyboardInterrupt while the n-th task is submitted."""
+    """Acts as the notebook stop button: KeyboardInterrupt while the n-th call is submitted. It runs one call at a
+    time (``_max_workers``), so the runner keeps two in flight and takes results between submits."""
 
     def __init__(self, after: int) -> None:
         self.left = after
+        self._max_workers = 1
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
         self.left -= 1
@@ -150,7 +152,8 @@ class Interrupting(SerialExecutor):
 
 def test_interrupt_and_resume_lose_nothing(tmp_path: Path, reference_run: ml.search.SearchResult) -> None:
     total = reference_run.report.tasks_total
-    stopped = search(run_dir=tmp_path, executor=Interrupting(total // 2))
+    # (an executor we do not own gets slices in batches: one, then up to 32 a call)
+    stopped = search(run_dir=tmp_path, executor=Interrupting(8))
     assert stopped.report.stop_reason == "interrupted"
     assert 0 < stopped.report.tasks_done < total
     (folder,) = tmp_path.iterdir()

@@ -15,7 +15,7 @@ from mirage_lab.search.event_schema import event_line
 from mirage_lab.search.events import read_events
 from mirage_lab.search.executor import SerialExecutor
 from mirage_lab.search.run_folder import events_file
-from mirage_lab.search.split import batch_size
+from mirage_lab.search.split import CALL_S, PARENT_CALL_S, batch_size, call_budget_s, served_s
 from tests.search.test_search import search
 
 TWO_KERNELS: dict[str, Any] = dict(max_customized=2, max_block_ops=5)
@@ -81,7 +81,7 @@ def test_split_tasks_find_and_log_what_whole_ones_do(monkeypatch: pytest.MonkeyP
 
 def test_slices_a_call_did_not_start_go_out_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                  whole: ml.search.SearchResult) -> None:
-    """A batch of slices stops starting them after ``CALL_S`` (``task.run_batch``); the runner hands the rest out
+    """A batch of slices stops starting them after ``call_budget_s`` (``task.run_batch``); the runner hands the rest out
     again, and the search is the same one. With no budget at all, each call starts only its first slice."""
     given: list[tuple[int, int]] = []  # (slices handed out in a call, results it returned)
     real = runner.run_batch
@@ -92,7 +92,7 @@ def test_slices_a_call_did_not_start_go_out_again(monkeypatch: pytest.MonkeyPatc
             given.append((len(args[2]), len(out)))
         return out
 
-    monkeypatch.setattr(runner, "CALL_S", 0.0)
+    monkeypatch.setattr(runner, "call_budget_s", lambda workers: 0.0)
     monkeypatch.setattr(runner, "run_batch", spy)
     res = search(tmp_path, executor=Cluster(), **TWO_KERNELS)
     assert any(n > 1 for n, _ in given) and all(got == 1 for _, got in given)
@@ -107,12 +107,23 @@ def test_batches_shrink_with_the_queue() -> None:
 
 
 def test_sub_task_batches_are_worth_their_hand_out() -> None:
-    """Once sub-tasks' seconds are known, a batch holds at least ``least_s`` of them (a millisecond each: 50 for
-    50 ms, where the share per worker would give 9), at most ``CALL_S`` of them, and never more than are left."""
-    assert batch_size(10_000, 256, 1024, each_s=0.001, least_s=0.05) == 50
+    """Once items' seconds are known, a batch holds at least ``least_s`` of them (a millisecond each: 50 for 50 ms,
+    where the share per worker would give 15), at most ``call_budget_s`` of them, and never more than are left."""
+    assert batch_size(1_000, 16, 1024, each_s=0.001, least_s=0.05) == 50
     assert batch_size(10_000, 2, 1024, each_s=0.001, least_s=0.05) == 250  # (the share, 1 250, fills CALL_S)
     assert batch_size(30, 256, 1024, each_s=0.001, least_s=0.05) == 30
-    assert batch_size(10_000, 256, 1024, each_s=0.5, least_s=0.05) == 1
+    assert batch_size(10_000, 16, 1024, each_s=0.5, least_s=0.05) == 1
+
+
+def test_calls_are_worth_the_parents_round() -> None:
+    """The parent serves one call at a time, ``PARENT_CALL_S`` each: with many workers a call must last a round of
+    them, or workers wait for the parent (GQA b1's replay ran 14.6x at 256 workers against 20.3x at 64). Below
+    ``CALL_S``'s worth of workers nothing changes; above, the floor and the cap both grow with the workers."""
+    assert served_s(2) == pytest.approx(2 * PARENT_CALL_S) and call_budget_s(2) == CALL_S
+    assert call_budget_s(256) == pytest.approx(256 * PARENT_CALL_S) and 256 * PARENT_CALL_S > CALL_S
+    assert batch_size(10_000, 256, 1024, each_s=0.001, least_s=0.05) == round(256 * PARENT_CALL_S / 0.001)
+    assert batch_size(10_000, 256, 1024, each_s=0.001) == round(256 * PARENT_CALL_S / 0.001)  # (not the share, 9)
+    assert batch_size(10_000, 2, 1024, each_s=0.001) == 250  # (the share, capped at CALL_S)
 
 
 def test_a_cluster_executor_says_how_many_it_runs() -> None:
