@@ -66,6 +66,7 @@ from typing import Any
 
 import pandas as pd
 
+from mirage_lab.search import split
 from mirage_lab.search.runner import BATCH_TASKS
 from mirage_lab.search.split import averaged, batch_size, call_budget_s, sub_batch_size
 
@@ -581,6 +582,9 @@ def main() -> int:
     ap.add_argument("--worker-start-s", type=float, default=2.0, help="seconds for a worker to start, once")
     ap.add_argument("--trials", choices=("worker", "once"), default="worker",
                     help="the program's trials evaluated by every worker (the code), or once and shared")
+    ap.add_argument("--parent-call-ms", type=float,
+                    help="the parent's time per call that calls are sized to (split.PARENT_CALL_S, 1.5 ms); 0 replays "
+                         "the policy before calls were sized to the parent's round")
     ap.add_argument("--json", help="also write the table to this JSON file")
     ap.add_argument("--html", help="also write the plot to this HTML file")
     args = ap.parse_args()
@@ -595,6 +599,8 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(row, indent=1))
         return 0
+    if args.parent_call_ms is not None:
+        split.PARENT_CALL_S = args.parent_call_ms / 1e3  # (read by split.served_s at each call)
     paths = records(Path(args.costs))
     if not paths:
         print(f"no recorded task costs in {args.costs}; record some with --record rmsnorm:1", file=sys.stderr)

@@ -38,7 +38,7 @@ Param = tuple[int | float, ...]
 class Term:
     """One interned abstract expression. Build terms with the functions of this module."""
 
-    __slots__ = ("_hash", "_text", "args", "head", "param", "serial")
+    __slots__ = ("_hash", "_inputs", "_text", "args", "head", "param", "serial")
 
     head: str
     args: tuple[Term, ...]
@@ -46,6 +46,7 @@ class Term:
     serial: int  # creation order: a cheap total order for canonical sorting
     _hash: int
     _text: str | None
+    _inputs: frozenset[int] | None
 
     def __eq__(self, other: object) -> bool:
         return self is other
@@ -82,7 +83,11 @@ class Term:
             stack.extend(reversed(t.args))
 
     def inputs(self) -> frozenset[int]:
-        return frozenset(int(t.param[0]) for t in self.subterms() if t.head == "input")
+        """The program inputs this term reads (worked out once: a search asks for a kernel tensor's inputs each time
+        it opens a later kernel on it, tens of thousands of times in an attention task)."""
+        if self._inputs is None:
+            self._inputs = frozenset(int(t.param[0]) for t in self.subterms() if t.head == "input")
+        return self._inputs
 
     @property
     def size(self) -> int:
@@ -106,6 +111,7 @@ def make(head: str, args: tuple[Term, ...] = (), param: Param = ()) -> Term:
         t.serial = next(_SERIAL)
         t._hash = hash(key)
         t._text = None
+        t._inputs = None
         _TABLE[key] = t
     return t
 

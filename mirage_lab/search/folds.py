@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 from mirage_lab.search.state import Move, OpInfo, T
 
 if TYPE_CHECKING:
-    from mirage_lab.search.state import Block
     from mirage_lab.search.walk import Walk
 
 NO_MOVES: frozenset[Move] = frozenset()
@@ -69,12 +68,11 @@ def op_tags(info: OpInfo, ins: list[T]) -> tuple[frozenset[int], frozenset[Move]
     return frozenset().union(*(t.deps for t in ins)), op_blind(info, ins)
 
 
-def folded_only(w: Walk, b: Block) -> str | None:
-    """(``final_kernel``) Why the last kernel op cannot compute the program: everything it loads is blind to a move
-    that changes the program's outputs; None when nothing says so."""
+def folded_only(w: Walk, ins: list[T]) -> str | None:
+    """(``final_kernel``) Why the last kernel op cannot compute the program: everything it loads (``ins``, kernel
+    tensors) is blind to a move that changes the program's outputs; None when nothing says so."""
     if "folded_inputs" not in w.on or w.verifier is None:
         return None
-    ins = [w.kt[i] for i in b.inputs]
     for move in sorted(joined(ins)):
         i = move[0]
         if not any(i in t.deps for t in ins):

@@ -56,24 +56,19 @@ def foreign_function_of(info: OpInfo, heads: frozenset[str], reduction_dimx: int
     return foreign_function(info.op, info.attrs, info.arity, heads, reduction_dimx)
 
 
-def final_kernel(w: Walk, b: Block) -> None:
-    """(``goal``) The op the kernel cap makes last: what it must save, or why it never can (``b.unreachable``)."""
-    left = [i for i, t in enumerate(w.kt) if t.uses == 0 and not t.source and i not in b.inputs]
-    b.need = len(w.out_types) - len(left)
-    b.left = tuple(w.nf_key(w.kt[i].expr) for i in left)
-    if b.need < 1:
-        b.unreachable = (f"the last kernel op the cap allows leaves {len(left)} earlier tensor(s) unused; the "
-                         f"program has {len(w.out_types)} output(s)")
+def final_kernel(w: Walk, b: Block, memo: dict[Any, Any] | None = None) -> None:
+    """(``goal``) The op the kernel cap makes last: what it must save, or why it never can (``b.unreachable``).
+    ``memo`` (one kernel state's, ``KernelLevel._customized``) keeps what depends on the inputs alone: that state
+    opens the same inputs under hundreds of grids and maps."""
+    got = None if memo is None else memo.get(b.inputs)
+    if got is None:
+        got = _final_inputs(w, b.inputs)
+        if memo is not None:
+            memo[b.inputs] = got
+    b.need, b.left, early, late = got
+    if early is not None:
+        b.unreachable = early
         return
-    # what it saves is a function of what it loads: every input the missing outputs read must be loaded
-    missing = list(w.target_vars)
-    if "precheck" in w.on:
-        for key in b.left:
-            hit = next((m for m in missing if m[0] == key), None)
-            if hit is None:
-                b.unreachable = "a tensor it leaves unused is not one of the program's outputs"
-                return
-            missing.remove(hit)
     saves = w.grid_saves.get(b.grid)  # (the same few grids open thousands of times in an attention task)
     if saves is None:
         saves = w.grid_saves[b.grid] = any(_saves_an_output(w, omap, b.grid) for omap in cands.omap_candidates(
@@ -81,15 +76,34 @@ def final_kernel(w: Walk, b: Block) -> None:
     if not saves:
         b.unreachable = f"no omap of grid {b.grid} saves a tensor with the dims of a program output"
         return
-    have = frozenset().union(*(variables(w.kt[i].expr) for i in b.inputs))
+    if late is not None:
+        b.unreachable = late
+
+
+def _final_inputs(w: Walk, inputs: tuple[int, ...]) -> tuple[int, tuple[Any, ...], str | None, str | None]:
+    """(``final_kernel``) What the last kernel op must save given what it loads: how many outputs, the earlier
+    tensors it leaves unused, and why it never can — before its grid is looked at, and after."""
+    left = [i for i, t in enumerate(w.kt) if t.uses == 0 and not t.source and i not in inputs]
+    need, keys = len(w.out_types) - len(left), tuple(w.nf_key(w.kt[i].expr) for i in left)
+    if need < 1:
+        return need, keys, (f"the last kernel op the cap allows leaves {len(left)} earlier tensor(s) unused; the "
+                            f"program has {len(w.out_types)} output(s)"), None
+    # what it saves is a function of what it loads: every input the missing outputs read must be loaded
+    missing = list(w.target_vars)
+    if "precheck" in w.on:
+        for key in keys:
+            hit = next((m for m in missing if m[0] == key), None)
+            if hit is None:
+                return need, keys, "a tensor it leaves unused is not one of the program's outputs", None
+            missing.remove(hit)
+    have = frozenset().union(*(variables(w.kt[i].expr) for i in inputs))
     lacking = sorted(frozenset().union(*(v for _, v in missing)) - have)
     if lacking:
-        b.unreachable = (f"the last kernel op the cap allows loads nothing that reads input(s) "
-                         f"{', '.join(f'v{i}' for i in lacking)}, which the program's outputs read")
-        return
-    folded = folded_only(w, b)
-    if folded is not None:
-        b.unreachable = f"the last kernel op the cap allows cannot compute the program: {folded}"
+        return need, keys, None, (f"the last kernel op the cap allows loads nothing that reads input(s) "
+                                  f"{', '.join(f'v{i}' for i in lacking)}, which the program's outputs read")
+    folded = folded_only(w, [w.kt[i] for i in inputs])
+    why = None if folded is None else f"the last kernel op the cap allows cannot compute the program: {folded}"
+    return need, keys, None, why
 
 
 def _saves_an_output(w: Walk, omap: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:

@@ -5,6 +5,7 @@ every customized op on the kernel tensors, each child through the checks of its 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from mirage_lab.absexpr.terms import Term
 from mirage_lab.ir.graph import loader_tile
@@ -14,6 +15,7 @@ from mirage_lab.ir.tensor import Dims, TensorType
 from mirage_lab.search import candidates as cands
 from mirage_lab.search import checks, folds
 from mirage_lab.search.bound import state_bound
+from mirage_lab.search.candidates import Triple
 from mirage_lab.search.decision import KernelOp, OpenBlock
 from mirage_lab.search.event_schema import task_event
 from mirage_lab.search.goal import final_kernel
@@ -64,21 +66,31 @@ class KernelLevel(Walk):
                     yield info, idx, ins, dims, exprs
 
     def _customized(self, node: str, counts: dict[str, int]) -> None:
+        memo: dict[Any, Any] = {}  # (``goal.final_kernel``) this kernel state's inputs → what the last op must save
         for idx in cands.customized_input_candidates(len(self.kt), self.cfg):
             key = (tuple(idx), CUSTOMIZED_CODE)
             if not checks.order_ok(self, self.k_last, key):
                 counts["order"] += 1
                 continue
-            dims = [self.kt[i].dims for i in idx]
-            for grid in cands.grid_candidates(dims, self.cfg):
-                for imaps in cands.imap_candidates(dims, grid, self.cfg):
-                    for fmaps in cands.fmap_candidates(dims, self.cfg):
-                        for frange in cands.forloop_candidates(dims, grid, imaps, fmaps, self.cfg):
-                            decision = OpenBlock(tuple(idx), grid, tuple(imaps), tuple(fmaps), frange)
-                            self._open_customized(node, decision, key)
+            for grid, imaps, fmaps, frange in self._maps(tuple(self.kt[i].dims for i in idx)):
+                self._open_customized(node, OpenBlock(tuple(idx), grid, imaps, fmaps, frange), key, memo)
 
-    def _open_customized(self, node: str, decision: OpenBlock, key: Key) -> None:
-        if not self._open_block(decision, key):
+    def _maps(self, dims: tuple[Dims, ...]) -> list[tuple[Triple, tuple[Triple, ...], tuple[int, ...], int]]:
+        """Every grid, imaps, fmaps and for-loop range a customized op over inputs of ``dims`` may take (SPEC §7.3),
+        in the search's order; worked out once per dims (a heavy task opens later kernels tens of thousands of times
+        on the same few kernel tensors)."""
+        got = self.openings.get(dims)
+        if got is None:
+            got = self.openings[dims] = [
+                (grid, tuple(imaps), tuple(fmaps), frange)
+                for grid in cands.grid_candidates(dims, self.cfg)
+                for imaps in cands.imap_candidates(dims, grid, self.cfg)
+                for fmaps in cands.fmap_candidates(dims, self.cfg)
+                for frange in cands.forloop_candidates(dims, grid, imaps, fmaps, self.cfg)]
+        return got
+
+    def _open_customized(self, node: str, decision: OpenBlock, key: Key, memo: dict[Any, Any]) -> None:
+        if not self._open_block(decision, key, memo):
             self.prune(node, "smem", decision)
             return
         assert self.block is not None
@@ -111,8 +123,9 @@ class KernelLevel(Walk):
             got = self.loaders[key] = (tile, part, counted_bytes(Op.INPUT, [TensorType(tile, src.dtype)]))
         return got
 
-    def _open_block(self, decision: OpenBlock, key: Key) -> bool:
-        """Open the block graph ``decision`` names, with its loaders; False when they exceed shared memory."""
+    def _open_block(self, decision: OpenBlock, key: Key, memo: dict[Any, Any] | None = None) -> bool:
+        """Open the block graph ``decision`` names, with its loaders; False when they exceed shared memory. ``memo``:
+        ``goal.final_kernel``'s, for the openings of one kernel state."""
         tensors, smem = [], 0
         grid, frange = decision.grid, decision.frange
         for i, imap, fmap in zip(decision.inputs, decision.imaps, decision.fmaps, strict=True):
@@ -128,5 +141,5 @@ class KernelLevel(Walk):
         self.block = Block(decision.inputs, grid, frange, tensors, smem, key, n_ops=len(tensors),
                            serial=self.blocks_opened)
         if "goal" in self.on and self.k_ops + 1 >= self.cfg.max_kernel_ops:
-            final_kernel(self, self.block)
+            final_kernel(self, self.block, memo)
         return True

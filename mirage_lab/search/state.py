@@ -168,7 +168,7 @@ def saved(b: Block, dangling: list[int], omap: tuple[int, ...]) -> list[T]:
 
 def variables(t: Term) -> frozenset[int]:
     """The program inputs a term reads."""
-    return frozenset(int(s.param[0]) for s in t.subterms() if s.head == "input")
+    return t.inputs()
 
 
 def input_terms(n: int) -> list[Term]:

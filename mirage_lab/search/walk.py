@@ -71,7 +71,7 @@ class Walk:
     #: memos (each maps what a check depends on to its answer)
     SHARED = ("kernel_ops", "block_ops", "dropped", "max_drop", "max_merge", "ctx", "shapes", "mixed_dtypes", "_exprs",
               "block_memo", "_sigs", "indices", "kernels_built", "grid_saves", "floors", "targets", "target_vars",
-              "out_types", "loaders")
+              "out_types", "loaders", "openings")
 
     def share_memos(self, other: Walk) -> None:
         """Take ``other``'s setup and memos (a walk of the same search before this one, in this process): they
@@ -102,6 +102,7 @@ class Walk:
         self.grid_saves: dict[Any, bool] = {}  # (``goal.final_kernel``) grid → whether an omap saves an output
         self.floors: dict[Any, float] = {}  # (``opening_bound``) an opening and its inputs' types → its floor
         self.loaders: dict[Any, Any] = {}  # (``KernelLevel._loader``) a source's type and maps → tile, parts, bytes
+        self.openings: dict[Any, list[Any]] = {}  # (``KernelLevel._maps``) inputs' dims → grids, maps and ranges
         self.targets = sorted(self.nf_key(t) for t in oracle.targets)
         self.target_vars = [(self.nf_key(t), variables(t)) for t in oracle.targets]
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
