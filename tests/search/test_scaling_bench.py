@@ -96,6 +96,19 @@ def test_the_ceiling_by_hand() -> None:
     assert s.ceiling(slow, 64, 0.0) == pytest.approx(2.0)
 
 
+def test_calls_worth_the_parents_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2 560 millisecond tasks on 256 workers, the parent 1.5 ms a call: calls of a share of the queue each (a task
+    or two: 2 431 calls) keep the parent busy the whole 6 s; calls worth its round of the workers
+    (``split.served_s``) leave it time. ``PARENT_CALL_S = 0`` (``--parent-call-ms 0``) replays the policy before."""
+    s = load()
+    run = s.Recorded("tiny", 0.0, (s.Task((0.001, False)),) * 2560, True, 2.56, parent_fit=(0.0015, 0.0, 0.0))
+    sized = s.replay(run, 256, 0.001, 0.0)
+    monkeypatch.setattr(s.split, "PARENT_CALL_S", 0.0)
+    before = s.replay(run, 256, 0.001, 0.0)
+    assert sized.calls < before.calls / 4 and sized.wall_s < before.wall_s / 2
+    assert before.wall_s >= before.calls * 0.0015  # the parent binds: one call at a time
+
+
 def test_per_call_costs_and_shared_cores_by_hand() -> None:
     """A call costs its worker ``call_s`` beyond its recorded seconds; with ``cores`` the workers and the parent
     share them, so the wall time is at least their CPU over the cores; a cluster run's CPU gives back the costs."""
