@@ -108,7 +108,7 @@ BATCH_SUBTASKS, MOST_SUBTASKS = 64, 1024
 def served_s(workers: int) -> float:
     """The seconds a call must last for the parent, serving one call at a time, to keep ``workers`` busy: GQA b1's
     slices at a share of the queue each took 0.1 s at 256 workers, against the parent's 0.38 s to hand out and take
-    a call for every worker, and the replay ran 14.7× there against 19.7× at 64 (issue 37)."""
+    a call for every worker, and the replay ran 14.6× there against 20.3× at 64 (issue 37)."""
     return workers * PARENT_CALL_S
 
 
