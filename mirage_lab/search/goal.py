@@ -21,7 +21,7 @@ from mirage_lab.errors import MirageError
 from mirage_lab.ir.ops import Op
 from mirage_lab.search import candidates as cands
 from mirage_lab.search.folds import folded_only
-from mirage_lab.search.state import Block, OpInfo, variables
+from mirage_lab.search.state import Block, OpInfo
 
 if TYPE_CHECKING:
     from mirage_lab.search.walk import Walk
@@ -96,7 +96,7 @@ def _final_inputs(w: Walk, inputs: tuple[int, ...]) -> tuple[int, tuple[Any, ...
             if hit is None:
                 return need, keys, "a tensor it leaves unused is not one of the program's outputs", None
             missing.remove(hit)
-    have = frozenset().union(*(variables(w.kt[i].expr) for i in inputs))
+    have = frozenset().union(*(w.kt[i].expr.inputs() for i in inputs))
     lacking = sorted(frozenset().union(*(v for _, v in missing)) - have)
     if lacking:
         return need, keys, None, (f"the last kernel op the cap allows loads nothing that reads input(s) "

@@ -166,10 +166,5 @@ def saved(b: Block, dangling: list[int], omap: tuple[int, ...]) -> list[T]:
             for t in (b.tensors[i] for i in dangling)]
 
 
-def variables(t: Term) -> frozenset[int]:
-    """The program inputs a term reads."""
-    return t.inputs()
-
-
 def input_terms(n: int) -> list[Term]:
     return [var(i) for i in range(n)]

@@ -34,7 +34,6 @@ from mirage_lab.search.state import (
     T,
     input_terms,
     op_infos,
-    variables,
 )
 from mirage_lab.verify.verifier import Verifier
 
@@ -104,7 +103,7 @@ class Walk:
         self.loaders: dict[Any, Any] = {}  # (``KernelLevel._loader``) a source's type and maps → tile, parts, bytes
         self.openings: dict[Any, list[Any]] = {}  # (``KernelLevel._maps``) inputs' dims → grids, maps and ranges
         self.targets = sorted(self.nf_key(t) for t in oracle.targets)
-        self.target_vars = [(self.nf_key(t), variables(t)) for t in oracle.targets]
+        self.target_vars = [(self.nf_key(t), t.inputs()) for t in oracle.targets]
         self.out_types = sorted((t.dims, t.dtype.value) for t in program.output_types)
 
 
