@@ -57,6 +57,7 @@ from mirage_lab.jsonl import GZ, compress, inflate
 from mirage_lab.paths import file_in_the_way, output_dir
 from mirage_lab.search.config import SearchConfig
 from mirage_lab.search.run_log import NAME as RUN_LOG
+from mirage_lab.search.verdicts import VerdictTally
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.task_log import TaskLog, entry_name
 
@@ -176,9 +177,9 @@ class RunFolder:
         self._superseded(JSONL_EVENTS, OLD_EVENTS)
         return digest
 
-    def write_verdicts(self, verdicts: dict[str, Any]) -> str:
+    def write_verdicts(self, verdicts: VerdictTally) -> str:
         """The oracle's verdicts, to verdicts.json.gz."""
-        digest = self.write(VERDICTS, verdicts)
+        digest = self._written(VERDICTS, lambda p: write_atomic(p, compress(verdicts.json())))
         self._superseded(OLD_VERDICTS)
         return digest
 

@@ -15,8 +15,10 @@ of events in seconds.
 
 from __future__ import annotations
 
+import itertools
 import mmap
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,27 +47,71 @@ _NUM = 41  # bits of an id's number in its key (the prefix's index above them)
 Located = tuple[Head, Any, Path]
 
 
-def stream(frontier: Iterable[Mapping[str, Any]], tasks: TaskLog, unsaved: Mapping[int, bytes],
-           saved: Callable[[int], bytes]) -> Iterator[bytes]:
+class Frontier:
+    """The frontier's own events as event blocks, a segment between two ``task`` events at a time, encoded by a
+    thread of their own (``start``) while the parent hands out tasks and waits for them: writing the run's stream
+    after the last task then only splices the tasks in (``stream``). LoRA b1's frontier has 10 694 tasks, and its
+    12 183 segments took 0.2 s of the search's tail, while every worker of a cluster waits."""
+
+    def __init__(self, events: Sequence[Mapping[str, Any]]) -> None:
+        self._events = events
+        self.segments: list[bytes] = []  # the blocks before each task event, and after the last
+        self.tasks: list[int] = []  # the task each segment but the last comes before
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> Frontier:
+        """Encode in a thread of its own (daemon: an interrupted search does not wait for it)."""
+        self._thread = threading.Thread(target=self._encode_all, name="frontier-blocks", daemon=True)
+        self._thread.start()
+        return self
+
+    def _encode_all(self) -> None:
+        try:
+            self._encode()
+        except BaseException as e:  # (raised again in the parent by ``done``)
+            self._error = e
+
+    def _encode(self) -> None:
+        own: list[Mapping[str, Any]] = []
+        for ev in self._events:
+            if ev.get("e") != "task":
+                own.append(ev)
+                continue
+            self.segments.append(b"".join(encode(own)))
+            self.tasks.append(ev["task"])
+            own = []
+        self.segments.append(b"".join(encode(own)))
+
+    def done(self) -> Frontier:
+        """The segments, all encoded (waiting for the thread, or encoding here when none was started)."""
+        if self._thread is None:
+            self._thread = threading.current_thread()
+            self._encode()
+        elif self._thread is not threading.current_thread():
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self
+
+
+def stream(frontier: Frontier | Iterable[Mapping[str, Any]], tasks: TaskLog, unsaved: Mapping[int, bytes],
+           saved: Callable[[int], bytes], merged: Container[int] | None = None) -> Iterator[bytes]:
     """The blocks of a run's stream: ``frontier``'s events (``{"e": "task", "task": i}`` where task ``i``'s events
-    go), each task copied from ``unsaved`` (tasks cut short, not in ``tasks.gz``), else spliced from ``tasks``
-    when its events lie there as blocks, else copied from ``saved(i)`` (a task an older mirage_lab saved as JSON
-    lines, converted to blocks)."""
-    own: list[Mapping[str, Any]] = []
-    for ev in frontier:
-        if ev.get("e") != "task":
-            own.append(ev)
+    go, for each task in ``merged``, default all), each task copied from ``unsaved`` (tasks cut short, not in
+    ``tasks.gz``), else spliced from ``tasks`` when its events lie there as blocks, else copied from ``saved(i)``
+    (a task an older mirage_lab saved as JSON lines, converted to blocks)."""
+    front = (frontier if isinstance(frontier, Frontier) else Frontier(list(frontier))).done()
+    for segment, i in itertools.zip_longest(front.segments, front.tasks):
+        yield segment
+        if i is None or (merged is not None and i not in merged):
             continue
-        yield from encode(own)
-        own = []
-        i = ev["task"]
         entry = None if i in unsaved else tasks.entries().get(i)
         if entry is not None and is_blocks(tasks.read(entry.events_at, entry.events_at + 4)):
             yield splice_block(i, entry.events_at, entry.end - entry.events_at)
             continue
         data = unsaved[i] if i in unsaved else saved(i)
         yield data if is_blocks(data) else b"".join(encode(events_of(data, f"task {i}'s events")))
-    yield from encode(own)
 
 
 def _mapped(path: Path) -> Any:

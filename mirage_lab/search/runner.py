@@ -52,7 +52,7 @@ from mirage_lab.search.bound import ranking_seconds
 from mirage_lab.search.config import SearchConfig, as_config
 from mirage_lab.search.decision import KernelOp
 from mirage_lab.search.enumerate import Enumerator, resumable
-from mirage_lab.search.events import SearchReport, merge_verdicts
+from mirage_lab.search.events import SearchReport
 from mirage_lab.search.executor import (
     SerialExecutor,
     Submitter,
@@ -88,6 +88,7 @@ from mirage_lab.search.task import (
     run_task,
     task_context,
 )
+from mirage_lab.search.verdicts import VerdictTally
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.trials import remove_all, shared_key
 
@@ -182,6 +183,12 @@ class _Search:
         self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self._sub_s: float | None = None  # a sub-task's seconds lately (``split.batch_size``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
+        # the run's tail worked out while the workers run (``_finish`` merges what is left): the verdicts of the
+        # tasks done, in any order (not under budgets, which cut the tasks in order), and the frontier's blocks
+        self._verdicts = VerdictTally()
+        self._tallied: set[int] = set()
+        self._tally = not (config.state_limit or config.result_limit)
+        self._frontier: run_log.Frontier | None = None
 
     def run(self) -> SearchResult:
         if self.folder is None or self.root is None:
@@ -214,6 +221,8 @@ class _Search:
                            deadline=deadline).run(frontier=True)
         if config.cost_bound:
             self.incumbent = min([math.inf, *(ranking_seconds(c.graph) for c in front.candidates)])
+        if self.folder is not None:
+            self._frontier = run_log.Frontier(front.events.events).start()
         if self.executor_spec != "serial":  # workers check the tasks' candidates: free the frontier's trials
             verifier.release()  # (MHA b8's parent held 7.5 GB beside two workers and was killed for memory)
         try:
@@ -266,6 +275,7 @@ class _Search:
                                       or saved["config_budgets"] == budgets(self.config)):
                 done[i] = saved
                 self._improve(saved)
+                self._tally_verdicts(i, saved)
             else:
                 todo.append(i)
         if changed:
@@ -434,8 +444,14 @@ class _Search:
         # where ``_keep`` put them, and an interrupt may land anywhere in between
         self._keep(res)
         done[i] = res
+        self._tally_verdicts(i, res)
         self._slices.pop(i, None)
         bar.update()
+
+    def _tally_verdicts(self, i: int, res: dict[str, Any]) -> None:
+        if self._tally:
+            self._verdicts.add(res["verdicts"])
+            self._tallied.add(i)
 
     def _saved_task(self, index: int, changed: list[str]) -> dict[str, Any] | None:
         """A task an earlier search of this folder finished, when its files match their recorded hashes (the
@@ -488,7 +504,8 @@ class _Search:
         cands: list[dict[str, Any]] = [candidate_doc(c) for c in front.candidates]
         self.report.add_seconds(front.seconds)
         self.report.add_summary(front.events.summary())
-        verdicts = {e: dict(v) for e, v in front.events.verdicts.items()}
+        verdicts = self._verdicts
+        verdicts.add(front.events.verdicts)
         stop = self.report.stop_reason if self.report.stop_reason != "complete" else front.stop_reason
         merged: list[int] = []
         for ev in front.events.events:
@@ -508,7 +525,8 @@ class _Search:
             self.report.add_summary(res["summary"])
             self.report.add_seconds(res["seconds"])
             self.report.tasks_done += 1
-            merge_verdicts(verdicts, res["verdicts"])
+            if ev["task"] not in self._tallied:
+                verdicts.add(res["verdicts"])
             cands.extend(res["candidates"])
             if res["stop_reason"] != "complete" and stop == "complete":
                 stop = res["stop_reason"]
@@ -539,8 +557,8 @@ class _Search:
         """The run's stream as event blocks (``run_log``): the frontier's events, each merged task's spliced in at
         its root, in task order, by naming its events in ``tasks.gz`` (a task cut short is copied)."""
         assert self.folder is not None
-        return run_log.stream((ev for ev in front.events.events if ev["e"] != "task" or ev["task"] in merged),
-                              self.folder.tasks, self._unsaved_events, self.folder.task_events)
+        return run_log.stream(self._frontier or front.events.events, self.folder.tasks, self._unsaved_events,
+                              self.folder.task_events, merged)
 
     def _limit_reached(self, states: int, found: int) -> bool:
         c = self.config
