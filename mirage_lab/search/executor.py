@@ -72,6 +72,17 @@ class Submitter:
         return self.executor.submit(fn, *args, pure=False)
 
 
+def warm_workers(executor: Executor | str | None) -> Any | None:
+    """Have a Dask executor's workers import the search while the parent walks the frontier (``warm.py``); the
+    ``Warming`` underway, or None for any other executor (a process pool's workers start with the pool)."""
+    client = dask_client(executor) if isinstance(executor, Executor) else None
+    if client is None:
+        return None
+    from mirage_lab.search.warm import warm  # (Dask is an optional dependency)
+
+    return warm(client)
+
+
 def dask_client(executor: Executor) -> Any | None:
     """The Dask client behind ``executor`` when it is ``client.get_executor()``; None otherwise."""
     if type(executor).__module__.partition(".")[0] != "distributed":

@@ -60,6 +60,7 @@ from mirage_lab.search.executor import (
     executor_workers,
     make_executor,
     stop,
+    warm_workers,
 )
 from mirage_lab.search.lock import RunLock
 from mirage_lab.search.profile import model_seconds, select
@@ -215,6 +216,7 @@ class _Search:
             self.folder.ensure("program.json", self.program_doc)
             self.folder.ensure("config.json", self._config_record())
             self.folder.save_manifest()
+        warm_workers(self.executor_spec)  # (a cluster's workers import the search while the frontier runs)
         program, config, oracle, verifier = task_context(self.program_doc, self.config_doc)
         deadline = None if config.time_limit_s is None else time.perf_counter() + config.time_limit_s
         front = Enumerator(program, config, oracle, verifier, ids="f", state_cap=config.state_limit,
