@@ -46,7 +46,7 @@ class Enumerator(KernelLevel, BlockLevel):
         closed is not walked but recorded as a *sub-task* (``out.tasks``, a ``task`` event where it opens, as the
         frontier records tasks): those later kernels' openings are what make a task heavy (GQA b1's task 933
         opens a second kernel 28 863 times, 99 % of its states), and each is walked by whichever worker is free
-        (``runner``; ``task.splice_subtasks`` puts their events back in place).
+        (``runner``; ``split.Family`` puts their events back in place).
 
         ``resume`` (what ``resume_point`` gave after a walk of the same subtree stopped at its state cap) continues
         that walk where it stopped instead of starting over: its events follow the stopped walk's, and the two

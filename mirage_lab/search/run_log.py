@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import threading
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,22 +47,23 @@ _NUM = 41  # bits of an id's number in its key (the prefix's index above them)
 Located = tuple[Head, Any, Path]
 
 
-class Frontier:
-    """The frontier's own events as event blocks, a segment between two ``task`` events at a time, encoded by a
-    thread of their own (``start``) while the parent hands out tasks and waits for them: writing the run's stream
-    after the last task then only splices the tasks in (``stream``). LoRA b1's frontier has 10 694 tasks, and its
-    12 183 segments took 0.2 s of the search's tail, while every worker of a cluster waits."""
+class Segments:
+    """The own events of a walk that hands tasks out (the frontier; a split task's walk, ``split.Family``) as event
+    blocks, one segment between two ``task`` events at a time, encoded by a thread of their own (``start``) while
+    the parent hands out tasks and waits for them: putting the tasks' events in place after the last task then only
+    concatenates (``stream``). LoRA b1's frontier has 10 694 tasks, and its 12 183 segments took 0.2 s of the
+    search's tail, while every worker of a cluster waits."""
 
-    def __init__(self, events: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, events: Iterable[Mapping[str, Any]]) -> None:
         self._events = events
         self.segments: list[bytes] = []  # the blocks before each task event, and after the last
         self.tasks: list[int] = []  # the task each segment but the last comes before
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def start(self) -> Frontier:
+    def start(self) -> Segments:
         """Encode in a thread of its own (daemon: an interrupted search does not wait for it)."""
-        self._thread = threading.Thread(target=self._encode_all, name="frontier-blocks", daemon=True)
+        self._thread = threading.Thread(target=self._encode_all, name="event-segments", daemon=True)
         self._thread.start()
         return self
 
@@ -83,7 +84,7 @@ class Frontier:
             own = []
         self.segments.append(b"".join(encode(own)))
 
-    def done(self) -> Frontier:
+    def done(self) -> Segments:
         """The segments, all encoded (waiting for the thread, or encoding here when none was started)."""
         if self._thread is None:
             self._thread = threading.current_thread()
@@ -95,13 +96,13 @@ class Frontier:
         return self
 
 
-def stream(frontier: Frontier | Iterable[Mapping[str, Any]], tasks: TaskLog, unsaved: Mapping[int, bytes],
+def stream(frontier: Segments | Iterable[Mapping[str, Any]], tasks: TaskLog, unsaved: Mapping[int, bytes],
            saved: Callable[[int], bytes], merged: Container[int] | None = None) -> Iterator[bytes]:
     """The blocks of a run's stream: ``frontier``'s events (``{"e": "task", "task": i}`` where task ``i``'s events
     go, for each task in ``merged``, default all), each task copied from ``unsaved`` (tasks cut short, not in
     ``tasks.gz``), else spliced from ``tasks`` when its events lie there as blocks, else copied from ``saved(i)``
     (a task an older mirage_lab saved as JSON lines, converted to blocks)."""
-    front = (frontier if isinstance(frontier, Frontier) else Frontier(list(frontier))).done()
+    front = (frontier if isinstance(frontier, Segments) else Segments(frontier)).done()
     for segment, i in itertools.zip_longest(front.segments, front.tasks):
         yield segment
         if i is None or (merged is not None and i not in merged):

@@ -77,7 +77,7 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import averaged, batch_size, call_budget_s, join_split, sub_batch_size
+from mirage_lab.search.split import Family, averaged, batch_size, call_budget_s, sub_batch_size
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -180,7 +180,7 @@ class _Search:
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
         self._slices: dict[int, dict[str, Any]] = {}  # each task's slice, until its continuation finishes (``_drive``)
-        self._families: dict[int, dict[str, Any]] = {}  # each split task's walk, its sub-tasks and those done
+        self._families: dict[int, Family] = {}  # each split task's walk, its sub-tasks and those done
         self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self._sub_s: float | None = None  # a sub-task's seconds lately (``split.batch_size``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
@@ -189,7 +189,7 @@ class _Search:
         self._verdicts = VerdictTally()
         self._tallied: set[int] = set()
         self._tally = not (config.state_limit or config.result_limit)
-        self._frontier: run_log.Frontier | None = None
+        self._frontier: run_log.Segments | None = None
 
     def run(self) -> SearchResult:
         if self.folder is None or self.root is None:
@@ -224,7 +224,7 @@ class _Search:
         if config.cost_bound:
             self.incumbent = min([math.inf, *(ranking_seconds(c.graph) for c in front.candidates)])
         if self.folder is not None:
-            self._frontier = run_log.Frontier(front.events.events).start()
+            self._frontier = run_log.Segments(front.events.events).start()
         if self.executor_spec != "serial":  # workers check the tasks' candidates: free the frontier's trials
             verifier.release()  # (MHA b8's parent held 7.5 GB beside two workers and was killed for memory)
         try:
@@ -307,8 +307,11 @@ class _Search:
             bar.close()
             if owned and not drove:  # interrupted, or failed: what still runs is not wanted
                 stop(executor)
-            for f in inflight:
-                f.cancel()
+            # calls still running past the time limit stop at it by themselves; cancelling a cluster's call races
+            # its end (Dask's executor then sets the result of a cancelled future: an InvalidStateError traceback)
+            if owned or not self._past_deadline():
+                for f in inflight:
+                    f.cancel()
             if owned and drove:
                 executor.shutdown(wait=True, cancel_futures=True)
         return done
@@ -324,7 +327,7 @@ class _Search:
         ``split`` (``split.py``): the kernels it opens after its root closes come back as sub-tasks, which go to
         the front of the queue in batches (``run_batch``) that any free worker takes — once some came back, each
         batch worth at least ``split.SUB_CALL_S`` at their recent seconds — and the task's result is joined from them
-        (``join_split``). Under ``cost_bound``, the slices of all roots come first, so the cheap
+        (``split.Family``). Under ``cost_bound``, the slices of all roots come first, so the cheap
         μGraphs anywhere in the space set the incumbent before the heavy subtrees are walked (GQA's split-KV
         μGraph lies 6 341 states into task 933, behind heavy roots that take minutes), and each continuation or
         sub-task starts from the incumbent of the time. What a slice verified lowers the incumbent at once, and a
@@ -351,7 +354,7 @@ class _Search:
                 bound = None if in_order or not math.isfinite(self.incumbent) else self.incumbent
                 if subqueue:
                     i, ks = self._sub_batch(subqueue, workers)
-                    subs = self._families[i]["subtasks"]
+                    subs = self._families[i].subtasks
                     inflight[submit(run_batch, program, config, [i] * len(ks), [subs[k][0] for k in ks],
                                     [subs[k][1] for k in ks], run_dir, deadline, self.t0, bound, [None] * len(ks),
                                     ks)] = ("subs", i, ks)
@@ -389,7 +392,7 @@ class _Search:
                         self._task_result(res["index"], True, res, queue, subqueue, workers, done, bar)
                 else:
                     self._task_result(what[1], what[2], f.result(), queue, subqueue, workers, done, bar)
-            if self._budget_spent(done, len(front.tasks)) or (deadline and time.time() > deadline):
+            if self._budget_spent(done, len(front.tasks)) or self._past_deadline():
                 return
 
     def _task_result(self, i: int, sliced: bool, res: dict[str, Any], queue: deque[int],
@@ -408,7 +411,7 @@ class _Search:
         if subs:
             if self.folder is not None:
                 self.folder.record(res.get("files", {}))
-            self._families[i] = {"head": res, "subtasks": subs, "parts": {}}
+            self._families[i] = Family(res)
             subqueue.append([i, 0])
             return
         self._task_done(i, res, done, bar)
@@ -418,7 +421,7 @@ class _Search:
         sub-tasks took lately once some came back (a call worth its hand-out), else a share of those left."""
         family = subqueue[0]
         i, first = family
-        left = len(self._families[i]["subtasks"]) - first
+        left = len(self._families[i].subtasks) - first
         n = sub_batch_size(left, workers, self._sub_s)
         family[1] += n
         if n == left:
@@ -433,11 +436,10 @@ class _Search:
             self._improve(res)
             if self.folder is not None:
                 self.folder.record(res.get("files", {}))
-            family["parts"][k] = res
-        if len(family["parts"]) == len(family["subtasks"]):
+            family.add(k, res)
+        if family.complete:
             del self._families[i]
-            self._task_done(i, join_split(family["head"], [family["parts"][k] for k in range(len(family["parts"]))]),
-                            done, bar)
+            self._task_done(i, family.joined(), done, bar)
 
     def _task_done(self, i: int, res: dict[str, Any], done: dict[int, dict[str, Any]], bar: Any) -> None:
         if i in self._slices:
@@ -487,6 +489,9 @@ class _Search:
         if res.get("incumbent") is not None:
             self.incumbent = min(self.incumbent, float(res["incumbent"]))
 
+    def _past_deadline(self) -> bool:
+        return self.config.time_limit_s is not None and time.time() > self.t0 + self.config.time_limit_s
+
     def _budget_spent(self, done: dict[int, dict[str, Any]], total: int) -> bool:
         """Stop early when the tasks finished *in order* already exhaust a state or result budget.
 
@@ -516,9 +521,9 @@ class _Search:
             res = done.get(ev["task"])
             if res is None:
                 stop = stop if stop != "complete" else "time limit" if self.config.time_limit_s else "interrupted"
-                family = self._families.get(ev["task"], {})
-                unfinished = [self._slices.get(ev["task"], {}), family.get("head", {}),
-                              *(family["parts"][k] for k in sorted(family.get("parts", {})))]
+                family = self._families.get(ev["task"])
+                unfinished = [self._slices.get(ev["task"], {}),
+                              *([family.head, family.so_far()] if family is not None else [])]
                 for part in unfinished:  # what they verified before the stop, and the worker time they took
                     cands.extend(part.get("candidates", ()))
                     self.report.add_seconds(part.get("seconds", {}))

@@ -17,7 +17,7 @@ from mirage_lab.jsonl import compress
 from mirage_lab.search.event_blocks import MAGIC, BlockWriter, decode, encode, events_of, heads, splice_block
 from mirage_lab.search.event_schema import event_line, schema_line
 from mirage_lab.search.events import EventLog, read_events
-from mirage_lab.search.run_log import NAME, Frontier, stream
+from mirage_lab.search.run_log import NAME, Segments, stream
 from mirage_lab.task_log import NAME as TASK_LOG
 from mirage_lab.task_log import TaskLog
 from mirage_lab.widgets.event_index import EventIndex
@@ -120,7 +120,7 @@ def test_a_stream_splices_its_tasks_and_indexes_as_json_lines_do(tmp_path: Path)
 
 
 def test_the_frontier_encoded_in_a_thread_streams_the_same_events(tmp_path: Path) -> None:
-    """The frontier's blocks are encoded while the tasks run (``Frontier.start``); the stream leaves out the tasks
+    """The frontier's blocks are encoded while the tasks run (``Segments.start``); the stream leaves out the tasks
     not merged (a search cut short), and a frontier that fails to encode raises in the parent."""
     tasks = {0: _walk("0.", "f1", 7), 1: _walk("1.", "f2", 12), 2: _walk("2.", "f1", 1)}
     frontier = [{"e": "expand", "id": "f0", "parent": None, "d": None, "level": "kernel"},
@@ -129,12 +129,12 @@ def test_the_frontier_encoded_in_a_thread_streams_the_same_events(tmp_path: Path
     run = _run_folder(tmp_path, tasks, frontier)
     log = TaskLog(run / TASK_LOG)
     whole = list(read_events(run / NAME))
-    (run / NAME).write_bytes(b"".join(stream(Frontier(frontier).start(), log, {}, lambda i: b"")))
+    (run / NAME).write_bytes(b"".join(stream(Segments(frontier).start(), log, {}, lambda i: b"")))
     assert list(read_events(run / NAME)) == whole
-    cut = b"".join(stream(Frontier(frontier).start(), log, {}, lambda i: b"", merged={0, 1}))
+    cut = b"".join(stream(Segments(frontier).start(), log, {}, lambda i: b"", merged={0, 1}))
     (run / NAME).write_bytes(cut)
     assert list(read_events(run / NAME)) == [frontier[0], *tasks[0], frontier[3], *tasks[1]]
-    broken = Frontier([{"e": "task"}]).start()  # (a task event without its index)
+    broken = Segments([{"e": "task"}]).start()  # (a task event without its index)
     with pytest.raises(KeyError):
         broken.done()
 

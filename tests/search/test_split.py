@@ -142,3 +142,45 @@ def test_a_cluster_executor_says_how_many_it_runs() -> None:
     with ThreadPoolExecutor(3) as pool:
         assert executor_workers(pool) == 3
     assert executor_workers(DaskLike()) == 5 and executor_workers(SerialExecutor()) is None
+
+
+def _result(name: str, events: list[dict[str, Any]], n: int, **more: Any) -> dict[str, Any]:
+    """A walk's result as a worker returns it (``task.run_task``), with ``n`` states."""
+    from mirage_lab.search.event_blocks import encode
+
+    return {"index": 3, "summary": {"states": n, "oracle_rules": {"r": n}, "pruned": {"oracle": 1}, "candidates": {}},
+            "verdicts": {f"e{n}": {"reason": name, "rules": [], "n": 1},
+                         "shared": {"reason": "s", "rules": [], "n": n}},
+            "seconds": {"enumeration": 0.5 * n}, "candidates": [{"hash": name}], "states": n, "wall": float(n),
+            "files": {f"{name}.json": "h"}, "stop_reason": "complete", "incumbent": float(n),
+            "events_gz": b"".join(encode(events)), **more}
+
+
+def test_a_family_joins_its_parts_in_order_whatever_order_they_come_back_in() -> None:
+    from mirage_lab.search.event_blocks import decode
+    from mirage_lab.search.split import Family
+
+    head_events = [{"e": "expand", "id": "3.0", "parent": "f1", "d": None, "level": "block"},
+                   {"e": "task", "parent": "3.0", "task": 0},
+                   {"e": "prune", "parent": "3.0", "why": "smem", "n": 2},
+                   {"e": "task", "parent": "3.0", "task": 1}]
+    part = [[{"e": "expand", "id": f"3.{k}.0", "parent": "3.0", "d": None, "level": "block"}] for k in (0, 1)]
+    head = _result("head", head_events, 1, subtasks=[["3.0", []], ["3.0", []]])
+    parts = [_result("p0", part[0], 2), _result("p1", part[1], 4, stop_reason="time limit")]
+    joined = []
+    for order in ((0, 1), (1, 0)):
+        family = Family(head)
+        for k in order:
+            assert not family.complete
+            family.add(k, parts[k])
+        assert family.complete and "2/2" in repr(family)
+        joined.append(family.joined())
+    a, b = joined
+    early = Family(head)
+    early.add(1, parts[1])  # (a search stopped here reports what the parts done verified, and their seconds)
+    assert early.so_far() == {"candidates": [{"hash": "p1"}], "seconds": {"enumeration": 2.0}}
+    assert a == b and a["states"] == 7 and a["summary"]["oracle_rules"] == {"r": 7}
+    assert [c["hash"] for c in a["candidates"]] == ["head", "p0", "p1"]  # the ranking's order of discovery
+    assert a["verdicts"]["shared"]["n"] == 7 and a["stop_reason"] == "time limit" and a["incumbent"] == 1.0
+    assert a["parts_wall"] == [2.0, 4.0] and "subtasks" not in a
+    assert list(decode(a["events_gz"], "joined")) == [head_events[0], *part[0], head_events[2], *part[1]]

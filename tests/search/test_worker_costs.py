@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+import mirage_lab as ml
 from mirage_lab.ir.io import graph_to_dict
 from mirage_lab.search.config import preset
 from mirage_lab.search.enumerate import Enumerator
@@ -179,3 +182,37 @@ def test_a_dask_executor_gets_the_documents_once_and_every_call_unhashed() -> No
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:  # (an adaptive cluster's start: no worker to scatter to yet)
         assert Submitter(client.get_executor()).share(doc) is doc
+
+
+class _Watched(ThreadPoolExecutor):
+    """A cluster's executor to the runner (it does not own it), whose calls record being cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.cancelled = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        f = super().submit(fn, *args, **kwargs)
+        cancel = f.cancel
+
+        def counted() -> bool:
+            self.cancelled += 1
+            return cancel()
+
+        f.cancel = counted  # type: ignore[method-assign]
+        return f
+
+
+def test_calls_in_flight_at_the_time_limit_are_left_to_stop_by_themselves() -> None:
+    """A call carries the deadline and stops at it; cancelling a Dask executor's call as it ends races it (its
+    executor sets the result of a cancelled future and logs an InvalidStateError), so a search stopped by its time
+    limit leaves an executor it does not own alone; one stopped by a budget still cancels what it no longer needs."""
+    from mirage_lab.bench import programs
+
+    lora = programs.PROGRAMS["lora"](1)
+    with _Watched() as timed:
+        res = ml.superoptimize(lora, "lora", executor=timed, run_dir=False, progress=False, time_limit_s=3)
+    assert res.report.stop_reason == "time limit" and timed.cancelled == 0
+    with _Watched() as budgeted:
+        res = ml.superoptimize(lora, "lora", executor=budgeted, run_dir=False, progress=False, state_limit=20_000)
+    assert res.report.stop_reason == "state limit" and budgeted.cancelled > 0
