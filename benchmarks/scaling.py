@@ -67,6 +67,7 @@ from typing import Any
 import pandas as pd
 
 from mirage_lab.search import split
+from mirage_lab.search.run_log import Segments
 from mirage_lab.search.runner import BATCH_TASKS
 from mirage_lab.search.split import averaged, batch_size, call_budget_s, sub_batch_size
 
@@ -371,6 +372,7 @@ def record(spec: str, time_limit: float, out_dir: Path, overrides: dict[str, Any
 
     runs = tempfile.mkdtemp(prefix="scaling-")
     rec = Recorder()
+    Segments.threaded = False  # (the parent's encoding in the gaps between calls, as its time, not in the calls)
     try:
         t = time.perf_counter()
         config = preset(PRESET[name], **(overrides or {}))
@@ -378,6 +380,7 @@ def record(spec: str, time_limit: float, out_dir: Path, overrides: dict[str, Any
                                progress=False, time_limit_s=time_limit)
         wall = time.perf_counter() - t
     finally:
+        Segments.threaded = True
         shutil.rmtree(runs, ignore_errors=True)
     doc = {"format": FORMAT, "version": 2, "name": f"{name}_bs{batch or 1}", **rec.costs(t, wall),
            "complete": res.report.stop_reason == "complete", "tasks_total": res.report.tasks_total,

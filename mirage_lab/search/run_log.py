@@ -61,8 +61,14 @@ class Segments:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
+    #: False: ``start`` encodes at once, in the calling thread (``benchmarks/scaling.py --record`` times a search's
+    #: calls one after another in one process, where a thread of the parent's would slow the calls it times)
+    threaded = True
+
     def start(self) -> Segments:
         """Encode in a thread of its own (daemon: an interrupted search does not wait for it)."""
+        if not self.threaded:
+            return self.done()
         self._thread = threading.Thread(target=self._encode_all, name="event-segments", daemon=True)
         self._thread.start()
         return self

@@ -119,7 +119,8 @@ def test_a_stream_splices_its_tasks_and_indexes_as_json_lines_do(tmp_path: Path)
     assert list(a.children(1)) == list(b.children(1))
 
 
-def test_the_frontier_encoded_in_a_thread_streams_the_same_events(tmp_path: Path) -> None:
+def test_the_frontier_encoded_in_a_thread_streams_the_same_events(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The frontier's blocks are encoded while the tasks run (``Segments.start``); the stream leaves out the tasks
     not merged (a search cut short), and a frontier that fails to encode raises in the parent."""
     tasks = {0: _walk("0.", "f1", 7), 1: _walk("1.", "f2", 12), 2: _walk("2.", "f1", 1)}
@@ -131,6 +132,10 @@ def test_the_frontier_encoded_in_a_thread_streams_the_same_events(tmp_path: Path
     whole = list(read_events(run / NAME))
     (run / NAME).write_bytes(b"".join(stream(Segments(frontier).start(), log, {}, lambda i: b"")))
     assert list(read_events(run / NAME)) == whole
+    monkeypatch.setattr(Segments, "threaded", False)  # (``scaling.py --record``: encoded at once, in the caller)
+    (run / NAME).write_bytes(b"".join(stream(Segments(frontier).start(), log, {}, lambda i: b"")))
+    assert list(read_events(run / NAME)) == whole
+    monkeypatch.undo()
     cut = b"".join(stream(Segments(frontier).start(), log, {}, lambda i: b"", merged={0, 1}))
     (run / NAME).write_bytes(cut)
     assert list(read_events(run / NAME)) == [frontier[0], *tasks[0], frontier[3], *tasks[1]]
