@@ -87,8 +87,9 @@ def _module_level_imports() -> set[str]:
     """Third-party packages the core (mirage_lab, not widgets) imports when a module loads."""
     found = set()
     for path in (ROOT / "mirage_lab").rglob("*.py"):
-        if "engines" in path.parts or path.name == "nx_types.py":  # loaded only when asked for: an engine of
-            continue  # the engines extra, networkx's graph class (``ir.nxgraph.import_networkx``)
+        if "engines" in path.parts or path.name in ("nx_types.py", "warm.py"):  # loaded only when asked for: an
+            continue  # engine of the engines extra, networkx's graph class (``ir.nxgraph.import_networkx``), the
+            # Dask worker plugin (``search.executor.warm_workers``, for a search on a Dask executor)
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Import):
                 found |= {a.name.split(".")[0] for a in node.names}
