@@ -1,8 +1,8 @@
 """A Dask cluster's workers made ready while the parent walks the frontier.
 
-On a cluster that is already up, a worker's first call of a search would import mirage_lab's search first: 0.4–0.5 s
-on the 2-core Xeon (``python -c "import mirage_lab.search.task"``), about as long as the frontier itself (GQA b1
-0.5 s, LoRA b1 0.7 s), and every call of the search waits for it. So as a search starts, the runner registers a
+On a cluster that is already up, a worker's first call of a search would import mirage_lab's search first:
+0.24–0.26 s on a fresh Dask worker of the 2-core Xeon, less than the frontier takes (GQA b1 0.5 s, LoRA b1 0.7 s),
+and that call waits for it. So as a search starts, the runner registers a
 worker plugin that imports it (``warm``): on the workers the cluster has, and on those that join later, as an
 adaptive cluster grows, when they start. It is registered from a thread, so the parent walks the frontier
 meanwhile. Once workers import the search before its first call, a replay's worker start is what the frontier
