@@ -184,11 +184,12 @@ class _Search:
         self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self._sub_s: float | None = None  # a sub-task's seconds lately (``split.batch_size``)
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
+        # state and result budgets truncate the tasks in task order: they go out in order, and are merged so
+        self._in_order = bool(config.state_limit or config.result_limit)
         # the run's tail worked out while the workers run (``_finish`` merges what is left): the verdicts of the
-        # tasks done, in any order (not under budgets, which cut the tasks in order), and the frontier's blocks
+        # tasks done, in any order (not under budgets), and the frontier's blocks
         self._verdicts = VerdictTally()
         self._tallied: set[int] = set()
-        self._tally = not (config.state_limit or config.result_limit)
         self._frontier: run_log.Segments | None = None
 
     def run(self) -> SearchResult:
@@ -339,7 +340,7 @@ class _Search:
         every worker (``split.call_budget_s``).
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
-        in_order = bool(self.config.state_limit or self.config.result_limit)
+        in_order = self._in_order
         queue = deque(todo if in_order else fused_first(front.tasks, todo))
         slicing = not in_order and resumable(self.config)
         run_dir = str(self.folder.path) if self.folder is not None else None
@@ -453,7 +454,7 @@ class _Search:
         bar.update()
 
     def _tally_verdicts(self, i: int, res: dict[str, Any]) -> None:
-        if self._tally:
+        if not self._in_order:
             self._verdicts.add(res["verdicts"])
             self._tallied.add(i)
 

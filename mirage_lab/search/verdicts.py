@@ -2,7 +2,7 @@
 
 Every task returns the verdicts its walk met: per pruned expression the oracle's reason and rules, and how many
 prunes named it. The run's file holds them summed over all tasks. Summed and encoded after the last task, they were
-half of LoRA b1's tail (56 504 expressions over 10 694 tasks: 0.27 s to merge, 0.27 s to encode and write), time
+half of LoRA b1's tail (56 504 expressions over 10 694 tasks: 0.27 s to merge, 0.19–0.23 s to encode and write), time
 in which every worker of a cluster waits; tallied as results arrive, they cost the parent a little per result,
 while the workers run, and the tail only joins the text and compresses it.
 """
