@@ -5,7 +5,8 @@ A search is a serial frontier (the parent enumerates the kernel-level states and
 into tasks), then its tasks, handed out to whichever worker is free, then the parent's merge. The runner
 (``search/runner.py``) first runs every task as a slice of ``SLICE_STATES`` states, in order (a cluster's
 executor takes several slices per call, ``split.batch_size``, and the call stops starting them after
-``split.call_budget_s``); a task its slice does not finish is heavy and goes to the back of the queue, and its
+``split.call_budget_s``, where a slice with others behind it yields: the rest of it goes out again first, alone,
+``slices_in_call``); a task its slice does not finish is heavy and goes to the back of the queue, and its
 continuation hands the kernels it opens after its root closes back as sub-tasks, which go out first, in batches
 sized as they go out (``search/split.py``, ``runner._sub_batch``). The replay imports those rules.
 
@@ -88,7 +89,8 @@ def found(unit: Unit) -> int:
 
 @dataclass(frozen=True)
 class Task:
-    """One task's recorded calls: its slice (the whole task when the slice finished it), its continuation, and
+    """One task's recorded calls: its slice (the whole task when the slice finished it; the parts of a slice that
+    yielded its call, added up: the replay cuts it where its own calls' budgets fall), its continuation, and
     its sub-tasks, each as (seconds, whether it checked a candidate[, how many μGraphs it verified]): ``Unit``.
     Trials are not in these seconds."""
 
@@ -185,14 +187,15 @@ def record_of(folder: Path, stem: str) -> Path:
 @dataclass(frozen=True)
 class Replay:
     """What ``replay`` projects: the wall time, the calls handed out, the CPU seconds of the workers (their
-    calls) and of the parent (frontier, hand-outs, results, merge), and when the first call that verified a μGraph
-    returned (None when the record holds none, or does not say)."""
+    calls) and of the parent (frontier, hand-outs, results, merge), when the first call that verified a μGraph
+    returned (None when the record holds none, or does not say), and how many slices yielded their call."""
 
     wall_s: float
     calls: int
     workers_cpu_s: float
     parent_cpu_s: float
     first_found_s: float | None = None
+    resumes: int = 0  # slices that yielded their call, and were resumed (``slices_in_call``)
 
 
 def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
@@ -214,36 +217,37 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     if batched is None:
         batched = run.extra.get("version", 2) == 2
     frontier = run.frontier_s + (max(0.0, run.trials_s - start_s) if trials == "once" else 0.0)
-    # (when, tie-break, worker, the tasks' calls it finished, the parts it returns, what it did not start: slices
-    # or a range of sub-tasks, handed out again when it returns)
-    events: list[tuple[float, int, int, list[Any], list[Unit], Any]] = [
-        (frontier + start_s, w, w, [], [], None) for w in range(workers)]
+    # (when, tie-break, worker, the tasks' calls it finished, the parts it returns, what they are ("slices", "cont"
+    # or "subs"), what it did not start or finish: slices or a range of sub-tasks, handed out again when it returns)
+    events: list[tuple[float, int, int, list[Any], list[Unit], str, Any]] = [
+        (frontier + start_s, w, w, [], [], "", None) for w in range(workers)]
     heapq.heapify(events)
     seq = workers
     queue: deque[tuple[int, int]] = deque((i, 0) for i in range(len(run.tasks)))  # (task, 0 slice / 1 continuation)
     subq: deque[list[int]] = deque()  # [task, its next sub-task to hand out, the end] (``runner._sub_batch``)
     paid: set[int] = set()  # workers that evaluated the trials
+    rests: dict[int, float] = {}  # the seconds left of slices that yielded their call (``slices_in_call``)
     each: float | None = None  # the runner's running estimate of a batched slice's seconds
     sub_each: float | None = None  # and of a sub-task's
     idle: list[int] = []  # workers with nothing to take, since a time no later than the event at hand
     sched, end = frontier, frontier
-    calls, work = 0, 0.0
+    calls, work, resumes = 0, 0.0, 0
     first_found = math.inf
     while events:
-        t, _, w, done, parts, again = heapq.heappop(events)
+        t, _, w, done, parts, kind, again = heapq.heappop(events)
         if again and isinstance(again[0], tuple):  # (``task.run_batch``'s budget: handed out again, first)
             queue.extendleft(reversed(again))
         elif again:
             subq.appendleft(again)
         if parts:  # the parent takes the results (``runner._task_result``), which may queue more calls
-            sched = max(sched, t) + run.taking_s(len(parts), not done)
-        if parts and not done:  # a batch of sub-tasks (``runner._sub_results``)
-            for u in parts:
+            sched = max(sched, t) + run.taking_s(len(parts), kind == "subs")
+        for u in parts:  # (the runner's estimates: ``runner._sub_results``, ``_drive``)
+            if kind == "subs":
                 sub_each = averaged(sub_each, u[0])
+            elif kind == "slices" and batched:
+                each = averaged(each, u[0])
         for i, stage in done:
             task = run.tasks[i]
-            if stage == 0 and batched:
-                each = averaged(each, task.slice[0])
             if stage == 0 and task.cont is not None:
                 queue.append((i, 1))
             elif stage == 1 and task.subs:
@@ -253,7 +257,9 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             w = idle.pop()
             units: list[Unit]
             again: Any = None
+            kind = "slices"
             if subq:
+                kind = "subs"
                 i, first, stop = subq[0]
                 n = sub_batch_size(stop - first, workers, sub_each)
                 units, finished = list(run.tasks[i].subs[first:first + n]), []
@@ -264,17 +270,17 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
                 i, _ = queue.popleft()
                 cont = run.tasks[i].cont
                 assert cont is not None
-                units, finished = [cont], [(i, 1)]
+                units, finished, kind = [cont], [(i, 1)], "cont"
             else:
                 finished = [queue.popleft()]
                 most = batch_size(len(queue) + 1, workers, BATCH_TASKS, math.inf if each is None else each) \
                     if batched else 1
-                while queue and queue[0][1] == 0 and len(finished) < most:
+                while finished[0][0] not in rests and queue and queue[0][1] == 0 and queue[0][0] not in rests \
+                        and len(finished) < most:
                     finished.append(queue.popleft())
-                started = within(call_budget_s(workers), [run.tasks[i].slice[0] for i, _ in finished]) \
-                    if batched else 1
-                finished, again = finished[:started], finished[started:]
-                units = [run.tasks[i].slice for i, _ in finished]
+                units, finished, again, yielded = slices_in_call(run, finished, rests,
+                                                                 call_budget_s(workers) if batched else None)
+                resumes += yielded
             sched = max(sched, t) + overhead_s
             cost = sum(u[0] for u in units) + call_s
             if trials == "worker" and w not in paid and any(u[1] for u in units):
@@ -283,28 +289,46 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             seq += 1
             calls += 1
             work += cost
-            heapq.heappush(events, (sched + cost, seq, w, finished, units, again))
+            heapq.heappush(events, (sched + cost, seq, w, finished, units, kind, again))
             end = max(end, sched + cost)
             if any(found(u) for u in units):
-                first_found = min(first_found, sched + cost + run.taking_s(len(units), not finished))
+                first_found = min(first_found, sched + cost + run.taking_s(len(units), kind == "subs"))
     wall = max(end, sched) + run.finish_s  # (the parent takes the last results, then merges)
     parent = run.parent_own_s + calls * (overhead_s + run.per_call_s)
     if trials == "once":
         work += run.trials_s
     if cores is not None:
         wall = max(wall, (work + parent) / cores)
-    return Replay(wall, calls, work, parent, first_found if math.isfinite(first_found) else None)
+    return Replay(wall, calls, work, parent, first_found if math.isfinite(first_found) else None, resumes)
 
 
-def within(budget_s: float, seconds: list[float]) -> int:
-    """How many items of a call ``task.run_batch`` starts with ``budget_s``: none after the call has run that
-    long, and always the first."""
-    spent, n = 0.0, 0
-    for s in seconds:
-        if n and spent >= budget_s:
-            break
-        spent, n = spent + s, n + 1
-    return n
+def slices_in_call(run: Recorded, items: list[tuple[int, int]], rests: dict[int, float],
+                   budget_s: float | None) -> tuple[list[Unit], list[tuple[int, int]], list[tuple[int, int]], bool]:
+    """What one call of slices walks (``task.run_batch``): each item's slice, or what is left of it (``rests``),
+    until the call has run ``budget_s``, and always the first; a slice with others behind it stops there (it
+    yields; what is left of it, plus ``RESUME_S``, goes into ``rests``). Returns the calls' parts, the items
+    finished, those handed out again when it returns (the yielded one first, then those not started), and whether
+    one yielded."""
+    units: list[Unit] = []
+    spent = 0.0
+    for k, (i, _) in enumerate(items):
+        if units and budget_s is not None and spent >= budget_s:
+            return units, items[:k], items[k:], False
+        whole = run.tasks[i].slice
+        left = rests.pop(i, whole[0])
+        if budget_s is not None and k + 1 < len(items) and spent + left > budget_s:
+            ran = max(budget_s - spent, 0.0)
+            rests[i] = left - ran + RESUME_S
+            units.append((ran, whole[1], 0))  # (what it verified counts where it finishes)
+            return units, items[:k], items[k:], True
+        units.append((left, whole[1], found(whole)))
+        spent += left
+    return units, items, [], False
+
+
+#: what resuming a slice where it yielded costs (re-entering its path, ``Enumerator._resume_at``): 4-10 ms, the
+#: median over 30 slices of LoRA, MQA and GQA b1 each cut at 1 000 states (the most 66 ms; issue 37)
+RESUME_S = 0.01
 
 
 def serial_part(run: Recorded, workers: int, overhead_s: float) -> float:
@@ -499,7 +523,7 @@ class Recorder:
 def _item(res: dict[str, Any]) -> dict[str, Any]:
     return {"index": res["index"], "sub": res.get("sub"), "wall": float(res["wall"]),
             "trials_s": float(res.get("trials_s", 0.0)), "verifies": res["seconds"]["verification"] > 0,
-            "found": len(res["candidates"]),
+            "found": len(res["candidates"]), "yielded": bool(res.get("yielded")),
             "stop": res["stop_reason"], "subtasks": len(res.get("subtasks") or ())}
 
 
@@ -511,11 +535,13 @@ def _costs(calls: list[tuple[str, float, float, list[dict[str, Any]]]], t0: floa
         for it in items:
             trials = max(trials, it["trials_s"])
             unit = [round(max(0.0, it["wall"] - it["trials_s"]), 6), bool(it["verifies"]), int(it["found"])]
-            task = tasks.setdefault(it["index"], {"slice": None, "cont": None, "subs": {}})
+            task = tasks.setdefault(it["index"], {"slice": None, "cont": None, "subs": {}, "yielded": False})
             if it["sub"] is not None:
                 task["subs"][it["sub"]] = unit
-            elif task["slice"] is None:
-                task["slice"] = unit
+            elif task["slice"] is None or task["yielded"]:  # (a slice that yielded its call: its parts, as one)
+                task["slice"] = unit if task["slice"] is None else [
+                    round(task["slice"][0] + unit[0], 6), task["slice"][1] or unit[1], task["slice"][2] + unit[2]]
+                task["yielded"] = it.get("yielded", False)
             else:
                 task["cont"] = unit
     in_calls = sum(took for _, _, took, _ in calls)

@@ -180,6 +180,7 @@ class _Search:
         self._prefix = self._prefix_states = self._prefix_found = 0  # the finished prefix of the task list
         self._unsaved_events: dict[int, bytes] = {}  # compressed events of tasks cut short (not in tasks.gz)
         self._slices: dict[int, dict[str, Any]] = {}  # each task's slice, until its continuation finishes (``_drive``)
+        self._rests: set[int] = set()  # tasks whose slice yielded its call, to be walked on as a slice (``_drive``)
         self._families: dict[int, Family] = {}  # each split task's walk, its sub-tasks and those done
         self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self._sub_s: float | None = None  # a sub-task's seconds lately (``split.batch_size``)
@@ -337,7 +338,9 @@ class _Search:
 
         ``batched`` (an executor we do not own: a cluster's, whose scheduler spends about a millisecond per
         hand-out) hands slices out several per call too (``split.batch_size``), each call worth the parent's round of
-        every worker (``split.call_budget_s``).
+        every worker (``split.call_budget_s``). A slice with others behind it in its call stops once that budget is
+        spent (it *yields*, ``task.run_batch``), and the rest of it goes out first, alone, as a slice again (what
+        counts as heavy is unchanged): a batch of MQA b1's slices otherwise waited up to 2 s behind its first.
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         in_order = self._in_order
@@ -361,23 +364,25 @@ class _Search:
                                     ks)] = ("subs", i, ks)
                     continue
                 i = queue.popleft()
-                sliced = slicing and i not in self._slices
+                sliced = slicing and self._slicing(i)
                 if batched and sliced:
                     batch = [i]
                     # (one slice a call until one came back: the first roots are the heavy ones)
                     most = batch_size(len(queue) + 1, workers, BATCH_TASKS,
                                       math.inf if self._slice_s is None else self._slice_s)
-                    while queue and queue[0] not in self._slices and len(batch) < most:
+                    # (the rest of a slice that yielded goes alone: with others behind it, it would yield again)
+                    while i not in self._rests and queue and queue[0] not in self._slices and len(batch) < most:
                         batch.append(queue.popleft())
                     inflight[submit(run_batch, program, config, batch, [front.tasks[j][0] for j in batch],
                                     [front.tasks[j][1] for j in batch], run_dir, deadline, self.t0, bound,
-                                    [SLICE_STATES] * len(batch), [None] * len(batch),
-                                    call_budget_s(workers))] = ("tasks", batch)
+                                    [self._slice_left(j) for j in batch], [None] * len(batch),
+                                    call_budget_s(workers), [self._resume(j) for j in batch])] = ("tasks", batch)
                     continue
                 parent, prefix = front.tasks[i]
-                resume = self._slices[i]["resume"] if i in self._slices else None
+                resume = self._resume(i)
                 inflight[submit(run_task, program, config, i, parent, prefix, run_dir, deadline, self.t0, bound,
-                                SLICE_STATES if sliced else None, resume, resume is not None)] = ("task", i, sliced)
+                                self._slice_left(i) if sliced else None, resume,
+                                resume is not None and not sliced)] = ("task", i, sliced)
             if not inflight:
                 return
             finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
@@ -403,10 +408,15 @@ class _Search:
         finished task."""
         self._improve(res)
         if sliced and res["stop_reason"] == "slice":
-            queue.append(i)
-            self._slices[i] = res
             if self.folder is not None:  # (the candidate files it wrote are sound)
                 self.folder.record(res.get("files", {}))
+            self._slices[i] = join_slice(self._slices[i], res) if i in self._rests else res
+            if res.get("yielded"):  # (its slice goes on first: it only made way for the others in its call)
+                self._rests.add(i)
+                queue.appendleft(i)
+            else:
+                self._rests.discard(i)
+                queue.append(i)
             return
         subs = res.get("subtasks") or []
         if subs:
@@ -416,6 +426,18 @@ class _Search:
             subqueue.append([i, 0])
             return
         self._task_done(i, res, done, bar)
+
+    def _slicing(self, i: int) -> bool:
+        """Whether task ``i``'s next walk is (the rest of) its slice, not its continuation."""
+        return i not in self._slices or i in self._rests
+
+    def _slice_left(self, i: int) -> int:
+        """The states task ``i``'s slice has left to walk (the whole of it unless it yielded its call)."""
+        return SLICE_STATES - self._slices[i]["states"] if i in self._rests else SLICE_STATES
+
+    def _resume(self, i: int) -> dict[str, Any] | None:
+        """Where task ``i``'s next walk starts: where its slice stopped, else at its root."""
+        return self._slices[i]["resume"] if i in self._slices else None
 
     def _sub_batch(self, subqueue: deque[list[int]], workers: int) -> tuple[int, list[int]]:
         """The next call's sub-tasks, from the first split task with some left: sized as it goes out, by what the
@@ -451,6 +473,7 @@ class _Search:
         done[i] = res
         self._tally_verdicts(i, res)
         self._slices.pop(i, None)
+        self._rests.discard(i)
         bar.update()
 
     def _tally_verdicts(self, i: int, res: dict[str, Any]) -> None:

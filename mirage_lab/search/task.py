@@ -88,30 +88,36 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
     """
     with small_pages():
         return _run_task(task_context(program_doc, config_doc), index, parent, prefix, run_dir, deadline, started,
-                         incumbent, slice_states, resume, split, None, None)[0]
+                         incumbent, slice_states, resume, split, None, None, None)[0]
 
 
 def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: list[int], parents: list[str],
               prefixes: list[list[Any]], run_dir: str | None, deadline: float | None, started: float,
               incumbent: float | None, slices: Sequence[int | None], subs: Sequence[int | None],
-              budget_s: float | None = None) -> list[dict[str, Any]]:
+              budget_s: float | None = None, resumes: Sequence[dict[str, Any] | None] | None = None
+              ) -> list[dict[str, Any]]:
     """Several tasks or sub-tasks in one worker call (``run_task``'s arguments, a list each where they differ):
     a cluster's scheduler hands out one call instead of many, the walks share their checks' memos (sub-tasks of
     one task meet the same operands), and each starts from the cheapest μGraph the ones before it verified.
     ``subs[k]`` numbers a sub-task within its task (its node ids are ``<task>.<sub>.<n>``), None for a task.
     With ``budget_s``, no item starts once the call has run that long: the results are those of the first items,
     and the caller hands the others out again (a batch of slices then lasts about one slice however many it
-    holds)."""
+    holds); and a slice with others behind it stops there too (``Walk.yield_at``), its result ``yielded``, to be
+    resumed where it stopped (``resumes[k]``, its slice's rest) — MQA b1's 2 s slices kept the slices behind them
+    in their call waiting for it."""
     out: list[dict[str, Any]] = []
     memos: Enumerator | None = None
     context = task_context(program_doc, config_doc)
     began = time.perf_counter()
+    resumes = resumes or [None] * len(indices)
     with small_pages():
-        for index, parent, prefix, cap, sub in zip(indices, parents, prefixes, slices, subs, strict=True):
+        for k, (index, parent, prefix, cap, sub, resume) in enumerate(zip(indices, parents, prefixes, slices, subs,
+                                                                          resumes, strict=True)):
             if out and budget_s is not None and time.perf_counter() - began >= budget_s:
                 break
-            res, memos = _run_task(context, index, parent, prefix, run_dir, deadline, started, incumbent, cap, None,
-                                   False, sub, memos)
+            yield_at = began + budget_s if budget_s is not None and cap is not None and k + 1 < len(indices) else None
+            res, memos = _run_task(context, index, parent, prefix, run_dir, deadline, started, incumbent, cap, resume,
+                                   False, sub, memos, yield_at)
             if res["incumbent"] is not None:
                 incumbent = res["incumbent"] if incumbent is None else min(incumbent, res["incumbent"])
             out.append(res)
@@ -121,7 +127,7 @@ def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: 
 def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index: int, parent: str,
               prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
               incumbent: float | None, slice_states: int | None, resume: dict[str, Any] | None, split: bool,
-              sub: int | None, memos: Enumerator | None) -> tuple[dict[str, Any], Enumerator]:
+              sub: int | None, memos: Enumerator | None, yield_at: float | None) -> tuple[dict[str, Any], Enumerator]:
     program, config, oracle, verifier = context
     # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
     # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
@@ -140,17 +146,21 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
     program_s = verifier.program_seconds
     if sub is not None and memos is not None and memos.stands_before(prefix):  # the last sub-task's kernel state
         walker = memos
+        walker.yield_at = yield_at
         out = walker.next_opening(parent, prefix[-1], ids, log, keep, incumbent)
     else:
         walker = Enumerator(program, config, oracle, verifier, ids=ids, state_cap=cap,
                             deadline=None if deadline is None else time.perf_counter() + (deadline - time.time()),
                             on_candidate=keep, t0=time.perf_counter() - (t0 - started), log=log,
                             incumbent=incumbent, memos=memos)
+        walker.yield_at = yield_at
         out = walker.run(prefix, parent, resume=resume, split=split)
     stopped_at = None
-    if slice_states is not None and out.stop_reason == "state limit" and cap == slice_states:
+    yielded = out.stop_reason == "yield"
+    if slice_states is not None and (yielded or (out.stop_reason == "state limit" and cap == slice_states)):
         out.stop_reason, stopped_at = "slice", walker.resume_point(prefix)
-    return {"resume": stopped_at, "index": index, "sub": sub, "subtasks": out.tasks if split else [],
+    return {"resume": stopped_at, "yielded": yielded, "index": index, "sub": sub,
+            "subtasks": out.tasks if split else [],
             "trials_s": verifier.program_seconds - program_s,  # (the program's trials, evaluated by this task)
             "events_gz": log.packed_events() if run_dir is not None else None,
             "summary": log.summary(), "verdicts": log.verdicts,

@@ -37,6 +37,10 @@ from mirage_lab.search.state import (
 )
 from mirage_lab.verify.verifier import Verifier
 
+#: the states a slice walks at least before it yields its call (``Walk.yield_at``): a call whose budget is spent
+#: still moves each slice it starts forward
+YIELD_AFTER_STATES = 200
+
 
 class Walk:
     """One walk over one subtree. Not thread-safe; build one per task."""
@@ -50,6 +54,8 @@ class Walk:
         # ``cost_bound``: the proxy cost of the cheapest μGraph verified so far (``bound.py``)
         self.incumbent = math.inf if incumbent is None else incumbent
         self.ids, self.deadline, self.state_cap, self.on_candidate = ids, deadline, state_cap, on_candidate
+        # (a slice with other slices behind it in its call: ``task.run_batch``) when it stops to let them start
+        self.yield_at: float | None = None
         self.t0 = time.perf_counter() if t0 is None else t0
         self.out = Outcome(events=log or EventLog())
         self.frontier = False
@@ -153,6 +159,9 @@ class Walk:
             raise StopSearch("state limit")
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise StopSearch("time limit")
+        if (self.yield_at is not None and self.out.states > YIELD_AFTER_STATES
+                and time.perf_counter() > self.yield_at):
+            raise StopSearch("yield")
         return node
 
     def prune(self, parent: str, why: str, decision: Decision | None = None, **info: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,9 @@ def test_every_recorded_run_replays(tmp_path: Path) -> None:
         serial = s.replay(run, 1, 0.0, 0.0)  # one worker: every second one after another
         assert serial.wall_s == pytest.approx(sum(run.tasks_s) + run.trials_s * any(
             u[1] for t in run.tasks for u in [t.slice, *([t.cont] if t.cont else []), *t.subs])
-            + run.parent_own_s + serial.calls * run.per_call_s)
+            + run.parent_own_s + serial.calls * run.per_call_s
+            # (a slice that yielded its call is resumed, and the parent takes one more result)
+            + serial.resumes * (s.RESUME_S + run.taking_s(1, False) - run.taking_s(0, False)))
         for start in (0.0, 2.0):  # no projection passes what no hand-out policy can
             assert s.simulate(run, 256, 0.0, start) >= s.ceiling(run, 256, start) - 1e-9
     out = subprocess.run([sys.executable, str(SCRIPT), "--workers", "1,2,64", "--json", str(tmp_path / "s.json"),
@@ -94,6 +97,36 @@ def test_the_ceiling_by_hand() -> None:
     assert frame.set_index("workers").loc[64, "ceiling"] == pytest.approx(round(8.75 / 6.75, 2))
     slow = s.Recorded("slow parent", 0.0, (s.Task((0.01, False)),) * 100, True, 2.0, parent_s=0.02)
     assert s.ceiling(slow, 64, 0.0) == pytest.approx(2.0)
+
+
+def test_a_slice_yields_its_call_in_the_replay() -> None:
+    """A call of slices with a budget (``task.run_batch``): a slice with others behind it stops at the budget, its
+    rest (plus what resuming costs) goes out again first, alone; a slice that is last in its call runs whole."""
+    s = load()
+    heavy, light = s.Task((2.0, False, 1)), s.Task((0.1, True))
+    run = s.Recorded("yields", 0.0, (heavy, light, light), True, 2.2)
+    rests: dict[int, float] = {}
+    units, done, again, yielded = s.slices_in_call(run, [(1, 0), (0, 0), (2, 0)], rests, 0.25)
+    assert yielded and done == [(1, 0)] and again == [(0, 0), (2, 0)]
+    assert [u[0] for u in units] == pytest.approx([0.1, 0.15]) and units[1][2] == 0  # (found where it finishes)
+    assert rests == {0: pytest.approx(1.85 + s.RESUME_S)}
+    units, done, again, yielded = s.slices_in_call(run, [(0, 0)], rests, 0.25)
+    assert not yielded and done == [(0, 0)] and not again and not rests
+    assert units == [(pytest.approx(1.85 + s.RESUME_S), False, 1)]
+    assert s.slices_in_call(run, [(0, 0), (1, 0)], {}, None) == ([(2.0, False, 1), (0.1, True, 0)],
+                                                                 [(0, 0), (1, 0)], [], False)
+
+
+def test_a_heavy_slice_no_longer_holds_back_the_one_behind_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two 2 s slices batched in one call (after the first light ones came back): the second used to start when
+    the first had finished; now the first yields at the call's budget, and both run side by side."""
+    s = load()
+    heavy, light = s.Task((2.0, False)), s.Task((0.1, False))
+    run = s.Recorded("two heavy", 0.0, (*(light,) * 4, heavy, heavy, *(light,) * 40), True, 8.4)
+    got = s.replay(run, 4, 0.0, 0.0)
+    monkeypatch.setattr(s, "call_budget_s", lambda workers: math.inf)  # (no budget: no call stops early)
+    whole = s.replay(run, 4, 0.0, 0.0)
+    assert got.resumes >= 1 and got.wall_s < 3.0 < 4.0 < whole.wall_s and whole.resumes == 0
 
 
 def test_calls_worth_the_parents_round(monkeypatch: pytest.MonkeyPatch) -> None:

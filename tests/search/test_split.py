@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import mirage_lab as ml
-from mirage_lab.search import runner
+from mirage_lab.search import runner, walk
 from mirage_lab.search.event_schema import event_line
 from mirage_lab.search.events import read_events
 from mirage_lab.search.executor import SerialExecutor
@@ -99,6 +99,31 @@ def test_slices_a_call_did_not_start_go_out_again(monkeypatch: pytest.MonkeyPatc
     assert res.report.stop_reason == "complete" and res.report.tasks_done == res.report.tasks_total
     assert {c.hash for c in res.candidates} == {c.hash for c in whole.candidates}
     assert res.report.states == whole.report.states
+
+
+def test_a_slice_yields_its_call_to_the_slices_behind_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         whole: ml.search.SearchResult) -> None:
+    """A slice with others behind it in its call stops once the call's budget is spent (``Walk.yield_at``) and is
+    walked on later from where it stopped, first in the queue, as a slice: the search is the same one, and its
+    events are those of walks that never stopped, in the same order."""
+    yielded: list[int] = []  # states each yielded slice part walked
+    real = runner.run_batch
+
+    def spy(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        out = real(*args, **kwargs)
+        yielded.extend(r["states"] for r in out if r.get("yielded"))
+        return out
+
+    monkeypatch.setattr(runner, "call_budget_s", lambda workers: 0.0)
+    monkeypatch.setattr(walk, "YIELD_AFTER_STATES", 20)  # (this space's tasks are small)
+    monkeypatch.setattr(runner, "batch_size", lambda pending, *_: min(4, pending))  # (a batch whatever the timing)
+    monkeypatch.setattr(runner, "run_batch", spy)
+    res = search(tmp_path, executor=Cluster(), **TWO_KERNELS)
+    assert len(yielded) > 5 and all(n > 20 for n in yielded)
+    assert res.report.stop_reason == "complete" and res.report.tasks_done == res.report.tasks_total
+    assert {c.hash for c in res.candidates} == {c.hash for c in whole.candidates}
+    assert res.report.states == whole.report.states
+    assert _without_ids(_events(res)) == _without_ids(_events(whole))
 
 
 def test_batches_shrink_with_the_queue() -> None:
