@@ -84,6 +84,7 @@ from mirage_lab.search.task import (
     budgets,
     candidate_doc,
     candidate_from_doc,
+    forget_memos,
     join_slice,
     run_batch,
     run_task,
@@ -231,8 +232,9 @@ class _Search:
             verifier.release()  # (MHA b8's parent held 7.5 GB beside two workers and was killed for memory)
         try:
             outcomes = self._run_tasks(front)
-        finally:  # the trials the workers on this machine shared (``verify/trials.py``)
-            remove_all(shared_key(verifier))
+        finally:  # the trials the workers on this machine shared (``verify/trials.py``), and the memos of tasks
+            remove_all(shared_key(verifier))  # walked in this process (a serial executor's)
+            forget_memos()
         return self._finish(front, outcomes)
 
     def _config_record(self) -> dict[str, Any]:

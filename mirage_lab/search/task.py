@@ -40,13 +40,33 @@ _CONTEXTS: dict[tuple[str, str], tuple[KernelGraph, SearchConfig, Oracle, Verifi
 _KEYS: dict[str, tuple[str, str]] = {}
 
 
+#: the setup and checks' memos of the last walk of each search in this process (``Walk.memos``), for its next call's
+#: walks to start from: they hold for any walk of the search (``Walk.share_memos``), and 1 500 of LoRA b1's tasks,
+#: one call each as a process pool runs them, took 66-70 s with them against 82-83 s from nothing
+_MEMOS: dict[tuple[str, str], dict[str, Any]] = {}
+#: the most memo entries a process keeps between calls: GQA b1's serial search peaked at 1.11 GB with its 1.34 M
+#: kept, 0.79 GB without (about 240 bytes an entry); past it, the next call starts from nothing again
+MEMO_ENTRIES = 1_000_000
+
+
 def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[KernelGraph, SearchConfig, Oracle,
                                                                                   Verifier]:
     """The worker's program, oracle and verifier for one search, built once per process."""
+    return _CONTEXTS[_context_key(program_doc, config_doc)]
+
+
+def forget_memos() -> None:
+    """Drop the walks' memos this process keeps between calls (``_MEMOS``): a search that ran its tasks here is
+    over."""
+    _MEMOS.clear()
+
+
+def _context_key(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[str, str]:
+    """The key of the search's context in ``_CONTEXTS`` (and ``_MEMOS``), built there first if need be."""
     text = json.dumps([program_doc, config_doc], sort_keys=True, separators=(",", ":"))
     key = _KEYS.get(text)
     if key is not None and key in _CONTEXTS:
-        return _CONTEXTS[key]
+        return key
     program, config = graph_from_dict(program_doc), SearchConfig.from_json(config_doc)
     key = (program.canonical_hash(), config.hash())
     if len(_KEYS) > 16:
@@ -55,12 +75,13 @@ def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tup
     if key not in _CONTEXTS:
         if len(_CONTEXTS) > 4:
             _CONTEXTS.clear()
+            _MEMOS.clear()
         oracle = Oracle.for_program(program, engine=config.oracle_engine)
         verifier = search_verifier(program, config)
         if multiprocessing.parent_process() is not None:  # a pool's or a cluster's worker: the trials once per machine
             verifier.share_trials()
         _CONTEXTS[key] = (program, config, oracle, verifier)
-    return _CONTEXTS[key]
+    return key
 
 
 #: how long a search's verification waits for memory another worker holds before it gives up (``ResourceError``)
@@ -86,9 +107,12 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
     ``split``: the customized ops opened after the root's closes are not walked but returned as ``subtasks``
     (``split.py``), for ``run_batch``.
     """
+    key = _context_key(program_doc, config_doc)
     with small_pages():
-        return _run_task(task_context(program_doc, config_doc), index, parent, prefix, run_dir, deadline, started,
-                         incumbent, slice_states, resume, split, None, None, None)[0]
+        res, walker = _run_task(_CONTEXTS[key], index, parent, prefix, run_dir, deadline, started, incumbent,
+                                slice_states, resume, split, None, _MEMOS.get(key), None)
+    _keep_memos(key, walker)
+    return res
 
 
 def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: list[int], parents: list[str],
@@ -106,8 +130,9 @@ def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: 
     resumed where it stopped (``resumes[k]``, its slice's rest) — MQA b1's 2 s slices kept the slices behind them
     in their call waiting for it."""
     out: list[dict[str, Any]] = []
-    memos: Enumerator | None = None
-    context = task_context(program_doc, config_doc)
+    key = _context_key(program_doc, config_doc)
+    context = _CONTEXTS[key]
+    memos: Enumerator | dict[str, Any] | None = _MEMOS.get(key)
     began = time.perf_counter()
     resumes = resumes or [None] * len(indices)
     with small_pages():
@@ -121,13 +146,25 @@ def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: 
             if res["incumbent"] is not None:
                 incumbent = res["incumbent"] if incumbent is None else min(incumbent, res["incumbent"])
             out.append(res)
+    if isinstance(memos, Enumerator):
+        _keep_memos(key, memos)
     return out
+
+
+def _keep_memos(key: tuple[str, str], walker: Enumerator) -> None:
+    """Keep ``walker``'s memos for the search's next call in this process, unless they hold too much."""
+    memos = walker.memos()
+    if sum(len(v) for v in memos.values() if isinstance(v, dict)) <= MEMO_ENTRIES:
+        _MEMOS[key] = memos
+    else:
+        _MEMOS.pop(key, None)
 
 
 def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index: int, parent: str,
               prefix: list[Any], run_dir: str | None, deadline: float | None, started: float,
               incumbent: float | None, slice_states: int | None, resume: dict[str, Any] | None, split: bool,
-              sub: int | None, memos: Enumerator | None, yield_at: float | None) -> tuple[dict[str, Any], Enumerator]:
+              sub: int | None, memos: Enumerator | dict[str, Any] | None,
+              yield_at: float | None) -> tuple[dict[str, Any], Enumerator]:
     program, config, oracle, verifier = context
     # candidates go to the run folder the moment they are verified, when it is on this machine (a killed
     # worker then loses nothing); a worker elsewhere returns them only, and the parent writes them
@@ -144,7 +181,8 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
     cap = config.state_limit if slice_states is None else min(slice_states, config.state_limit or slice_states)
     ids = f"{index}." if sub is None else f"{index}.{sub}."
     program_s = verifier.program_seconds
-    if sub is not None and memos is not None and memos.stands_before(prefix):  # the last sub-task's kernel state
+    if sub is not None and isinstance(memos, Enumerator) and memos.stands_before(prefix):  # (the last sub-task's
+        # kernel state, in this call)
         walker = memos
         walker.yield_at = yield_at
         out = walker.next_opening(parent, prefix[-1], ids, log, keep, incumbent)

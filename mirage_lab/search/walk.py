@@ -48,7 +48,8 @@ class Walk:
     def __init__(self, program: KernelGraph, config: SearchConfig, oracle: Oracle, verifier: Verifier | None, *,
                  ids: str, deadline: float | None = None, state_cap: int | None = None,
                  on_candidate: Callable[[Candidate], None] | None = None, t0: float | None = None,
-                 log: EventLog | None = None, incumbent: float | None = None, memos: Walk | None = None) -> None:
+                 log: EventLog | None = None, incumbent: float | None = None,
+                 memos: Walk | dict[str, Any] | None = None) -> None:
         self.program, self.cfg, self.oracle, self.verifier = program, config, oracle, verifier
         self.on = checks.active_checks(config)  # the names of the checks this walk applies
         # ``cost_bound``: the proxy cost of the cheapest μGraph verified so far (``bound.py``)
@@ -78,11 +79,16 @@ class Walk:
               "block_memo", "_sigs", "indices", "kernels_built", "grid_saves", "floors", "targets", "target_vars",
               "out_types", "loaders", "openings")
 
-    def share_memos(self, other: Walk) -> None:
-        """Take ``other``'s setup and memos (a walk of the same search before this one, in this process): they
-        hold for any walk of the search, and sub-tasks of one task meet the same operands (``task.run_batch``)."""
-        for name in self.SHARED:
-            setattr(self, name, getattr(other, name))
+    def share_memos(self, other: Walk | dict[str, Any]) -> None:
+        """Take ``other``'s setup and memos (a walk of the same search before this one, in this process, or its
+        ``memos()``): they hold for any walk of the search, and sub-tasks of one task meet the same operands
+        (``task.run_batch``)."""
+        for name, value in (other.memos() if isinstance(other, Walk) else other).items():
+            setattr(self, name, value)
+
+    def memos(self) -> dict[str, Any]:
+        """This walk's setup and memos (``SHARED``), for the later walks of the same search (``share_memos``)."""
+        return {name: getattr(self, name) for name in self.SHARED}
 
     def _setup(self, program: KernelGraph, config: SearchConfig, oracle: Oracle) -> None:
         kernel_ops = [o for o in config.kernel_ops if o != "customized"]

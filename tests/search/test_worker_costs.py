@@ -216,3 +216,32 @@ def test_calls_in_flight_at_the_time_limit_are_left_to_stop_by_themselves() -> N
     with _Watched() as budgeted:
         res = ml.superoptimize(lora, "lora", executor=budgeted, run_dir=False, progress=False, state_limit=20_000)
     assert res.report.stop_reason == "state limit" and budgeted.cancelled > 0
+
+
+def test_a_worker_keeps_its_walks_memos_between_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call's walks start from the memos of the search's last walk in this process (``task._MEMOS``): a task
+    walked with them finds and logs what it does from nothing; past ``MEMO_ENTRIES`` they are not kept, and a
+    search's end drops them (``forget_memos``)."""
+    from mirage_lab.search import task
+
+    pdoc, cdoc = graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict()
+    prog, config, oracle, verifier = task_context(pdoc, cdoc)
+    tasks = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True).tasks
+    i = max(range(len(tasks)), key=lambda k: len(tasks[k][1]))
+    task.forget_memos()
+
+    def walk() -> tuple[Any, ...]:
+        res = task.run_task(pdoc, cdoc, i, tasks[i][0], tasks[i][1], None, None, 0.0)
+        return res["summary"], res["states"], [c["hash"] for c in res["candidates"]]
+
+    cold = walk()
+    (kept,) = task._MEMOS.values()
+    assert sum(len(v) for v in kept.values() if isinstance(v, dict)) > 0
+    assert walk() == cold
+    assert next(iter(task._MEMOS.values()))["block_memo"] is kept["block_memo"]  # (the second walk started from them)
+    monkeypatch.setattr(task, "MEMO_ENTRIES", 0)
+    assert walk() == cold and not task._MEMOS
+    monkeypatch.undo()
+    walk()
+    task.forget_memos()
+    assert not task._MEMOS
