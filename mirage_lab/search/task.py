@@ -14,6 +14,7 @@ import math
 import multiprocessing
 import os
 import socket
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,10 +41,12 @@ _CONTEXTS: dict[tuple[str, str], tuple[KernelGraph, SearchConfig, Oracle, Verifi
 _KEYS: dict[str, tuple[str, str]] = {}
 
 
-#: the setup and checks' memos of the last walk of each search in this process (``Walk.memos``), for its next call's
-#: walks to start from: they hold for any walk of the search (``Walk.share_memos``), and 1 500 of LoRA b1's tasks,
-#: one call each as a process pool runs them, took 66-70 s with them against 82-83 s from nothing
-_MEMOS: dict[tuple[str, str], dict[str, Any]] = {}
+#: (``_LOCAL.memos``) the setup and checks' memos of the last walk of each search in this thread (``Walk.memos``),
+#: with the context they were made with, for its next call's walks to start from: they hold for any walk of the
+#: search (``Walk.share_memos``) in that context (an oracle's normal forms are numbered per oracle), and 1 500 of
+#: LoRA b1's tasks, one call each as a process pool runs them, took 66-70 s with them against 82-83 s from nothing.
+#: One store per thread, since a Dask worker may run calls in several threads and the memos are not thread-safe.
+_LOCAL = threading.local()
 #: the most memo entries a process keeps between calls: GQA b1's serial search peaked at 1.11 GB with its 1.34 M
 #: kept, 0.79 GB without (about 240 bytes an entry); past it, the next call starts from nothing again
 MEMO_ENTRIES = 1_000_000
@@ -56,13 +59,29 @@ def task_context(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tup
 
 
 def forget_memos() -> None:
-    """Drop the walks' memos this process keeps between calls (``_MEMOS``): a search that ran its tasks here is
+    """Drop the walks' memos this thread keeps between calls (``_LOCAL``): a search that ran its tasks here is
     over."""
-    _MEMOS.clear()
+    _LOCAL.__dict__.pop("memos", None)
+
+
+def _kept_memos(key: tuple[str, str]) -> dict[str, Any] | None:
+    """The memos this thread kept for the search ``key`` in its current context (``_keep_memos``), if any."""
+    got = _LOCAL.__dict__.get("memos", {}).get(key)
+    return got[1] if got is not None and got[0] is _CONTEXTS.get(key) else None
+
+
+def _keep_memos(key: tuple[str, str], walker: Enumerator) -> None:
+    """Keep ``walker``'s memos for the search's next call in this thread, unless they hold too much."""
+    memos = walker.memos()
+    kept = _LOCAL.__dict__.setdefault("memos", {})
+    if sum(len(v) for v in memos.values() if isinstance(v, dict)) <= MEMO_ENTRIES:
+        kept[key] = (_CONTEXTS[key], memos)
+    else:
+        kept.pop(key, None)
 
 
 def _context_key(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tuple[str, str]:
-    """The key of the search's context in ``_CONTEXTS`` (and ``_MEMOS``), built there first if need be."""
+    """The key of the search's context in ``_CONTEXTS``, built there first if need be."""
     text = json.dumps([program_doc, config_doc], sort_keys=True, separators=(",", ":"))
     key = _KEYS.get(text)
     if key is not None and key in _CONTEXTS:
@@ -75,7 +94,6 @@ def _context_key(program_doc: dict[str, Any], config_doc: dict[str, Any]) -> tup
     if key not in _CONTEXTS:
         if len(_CONTEXTS) > 4:
             _CONTEXTS.clear()
-            _MEMOS.clear()
         oracle = Oracle.for_program(program, engine=config.oracle_engine)
         verifier = search_verifier(program, config)
         if multiprocessing.parent_process() is not None:  # a pool's or a cluster's worker: the trials once per machine
@@ -110,7 +128,7 @@ def run_task(program_doc: dict[str, Any], config_doc: dict[str, Any], index: int
     key = _context_key(program_doc, config_doc)
     with small_pages():
         res, walker = _run_task(_CONTEXTS[key], index, parent, prefix, run_dir, deadline, started, incumbent,
-                                slice_states, resume, split, None, _MEMOS.get(key), None)
+                                slice_states, resume, split, None, _kept_memos(key), None)
     _keep_memos(key, walker)
     return res
 
@@ -132,7 +150,7 @@ def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: 
     out: list[dict[str, Any]] = []
     key = _context_key(program_doc, config_doc)
     context = _CONTEXTS[key]
-    memos: Enumerator | dict[str, Any] | None = _MEMOS.get(key)
+    memos: Enumerator | dict[str, Any] | None = _kept_memos(key)
     began = time.perf_counter()
     resumes = resumes or [None] * len(indices)
     with small_pages():
@@ -149,15 +167,6 @@ def run_batch(program_doc: dict[str, Any], config_doc: dict[str, Any], indices: 
     if isinstance(memos, Enumerator):
         _keep_memos(key, memos)
     return out
-
-
-def _keep_memos(key: tuple[str, str], walker: Enumerator) -> None:
-    """Keep ``walker``'s memos for the search's next call in this process, unless they hold too much."""
-    memos = walker.memos()
-    if sum(len(v) for v in memos.values() if isinstance(v, dict)) <= MEMO_ENTRIES:
-        _MEMOS[key] = memos
-    else:
-        _MEMOS.pop(key, None)
 
 
 def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index: int, parent: str,

@@ -219,15 +219,17 @@ def test_calls_in_flight_at_the_time_limit_are_left_to_stop_by_themselves() -> N
 
 
 def test_a_worker_keeps_its_walks_memos_between_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A call's walks start from the memos of the search's last walk in this process (``task._MEMOS``): a task
-    walked with them finds and logs what it does from nothing; past ``MEMO_ENTRIES`` they are not kept, and a
-    search's end drops them (``forget_memos``)."""
+    """A call's walks start from the memos of the search's last walk in this thread (``task._kept_memos``): a task
+    walked with them finds and logs what it does from nothing; past ``MEMO_ENTRIES`` they are not kept, memos made
+    in another context of the search (another oracle) are not used, another thread keeps its own, and a search's
+    end drops them (``forget_memos``)."""
     from mirage_lab.search import task
 
     pdoc, cdoc = graph_to_dict(small_rmsnorm()), preset("mlp", **SMALL).to_dict()
     prog, config, oracle, verifier = task_context(pdoc, cdoc)
     tasks = Enumerator(prog, config, oracle, verifier, ids="f").run(frontier=True).tasks
     i = max(range(len(tasks)), key=lambda k: len(tasks[k][1]))
+    key = (prog.canonical_hash(), config.hash())
     task.forget_memos()
 
     def walk() -> tuple[Any, ...]:
@@ -235,13 +237,19 @@ def test_a_worker_keeps_its_walks_memos_between_calls(monkeypatch: pytest.Monkey
         return res["summary"], res["states"], [c["hash"] for c in res["candidates"]]
 
     cold = walk()
-    (kept,) = task._MEMOS.values()
-    assert sum(len(v) for v in kept.values() if isinstance(v, dict)) > 0
+    kept = task._kept_memos(key)
+    assert kept is not None and sum(len(v) for v in kept.values() if isinstance(v, dict)) > 0
     assert walk() == cold
-    assert next(iter(task._MEMOS.values()))["block_memo"] is kept["block_memo"]  # (the second walk started from them)
+    again = task._kept_memos(key)
+    assert again is not None and again["block_memo"] is kept["block_memo"]  # (the second walk started from them)
+    with ThreadPoolExecutor(1) as pool:  # (another thread: its own store, empty)
+        assert pool.submit(task._kept_memos, key).result() is None
+    monkeypatch.setitem(task._CONTEXTS, key, (*task._CONTEXTS[key][:3], verifier))  # (the context made again)
+    assert task._kept_memos(key) is None
+    monkeypatch.undo()
     monkeypatch.setattr(task, "MEMO_ENTRIES", 0)
-    assert walk() == cold and not task._MEMOS
+    assert walk() == cold and task._kept_memos(key) is None
     monkeypatch.undo()
     walk()
     task.forget_memos()
-    assert not task._MEMOS
+    assert task._kept_memos(key) is None
