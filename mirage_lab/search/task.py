@@ -47,7 +47,7 @@ _KEYS: dict[str, tuple[str, str]] = {}
 #: LoRA b1's tasks, one call each as a process pool runs them, took 66-70 s with them against 82-83 s from nothing.
 #: One store per thread, since a Dask worker may run calls in several threads and the memos are not thread-safe.
 _LOCAL = threading.local()
-#: the most memo entries a process keeps between calls: GQA b1's serial search peaked at 1.11 GB with its 1.34 M
+#: the most memo entries a thread keeps between calls: GQA b1's serial search peaked at 1.11 GB with its 1.34 M
 #: kept, 0.79 GB without (about 240 bytes an entry); past it, the next call starts from nothing again
 MEMO_ENTRIES = 1_000_000
 
