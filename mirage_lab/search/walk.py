@@ -80,9 +80,9 @@ class Walk:
               "out_types", "loaders", "openings")
 
     def share_memos(self, other: Walk | dict[str, Any]) -> None:
-        """Take ``other``'s setup and memos (a walk of the same search before this one, in this process, or its
-        ``memos()``): they hold for any walk of the search, and sub-tasks of one task meet the same operands
-        (``task.run_batch``)."""
+        """Take ``other``'s setup and memos (a walk of the same search before this one, in this thread, or its
+        ``memos()``, ``task._kept_memos``): they hold for any walk of the search, and sub-tasks of one task meet the
+        same operands (``task.run_batch``)."""
         for name, value in (other.memos() if isinstance(other, Walk) else other).items():
             setattr(self, name, value)
 
