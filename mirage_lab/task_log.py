@@ -50,6 +50,14 @@ class Entry:
     end: int
 
 
+def record_member(index: int, record: dict[str, Any], events_bytes: int) -> bytes:
+    """A task's record as the first gzip member of its entry. A worker encodes it for a task it walked whole
+    (``search/task.py``): done by the parent, encoding LoRA b1's 10 694 records took 3.6 s of the 20 s of CPU the
+    parent of a 2-worker cluster spends while its workers walk."""
+    return compress(json.dumps({**record, "index": index, "events_bytes": events_bytes}, separators=(",", ":"))
+                    + "\n")
+
+
 class TaskLog:
     """The ``tasks.gz`` of one run folder (see the module doc)."""
 
@@ -88,19 +96,19 @@ class TaskLog:
         e = self.entries().get(index)
         return None if e is None else hashlib.sha256(self._read(e.start, e.end)).hexdigest()
 
-    def append(self, index: int, record: dict[str, Any], events: bytes) -> str:
-        """Add a finished task; returns the entry's sha256 (for the manifest)."""
+    def append(self, index: int, record: dict[str, Any], events: bytes, head: bytes | None = None) -> str:
+        """Add a finished task; returns the entry's sha256 (for the manifest). ``head``: the record as
+        ``record_member`` encodes it, when the worker that walked the task did that already."""
         entries = self.entries()
-        head = compress(json.dumps({**record, "index": index, "events_bytes": len(events)},
-                                   separators=(",", ":")) + "\n")
-        data = head + events
+        data = (head or record_member(index, record, len(events))) + events
+        head_size = len(data) - len(events)
         with open(self.path, "ab") as f:
             if f.tell() != self._complete_to:  # a partial entry at the end: cut it off first
                 f.truncate(self._complete_to)
                 f.seek(self._complete_to)
             f.write(data)  # (no fsync: like the folder's other writes, this guards against killed processes)
         start = self._complete_to
-        entries[index] = Entry(start, start + len(head), start + len(data))
+        entries[index] = Entry(start, start + head_size, start + len(data))
         self._complete_to = start + len(data)
         return hashlib.sha256(data).hexdigest()
 

@@ -327,10 +327,11 @@ class RunFolder:
         raw = (self.path / names[1]).read_bytes()
         return raw if names[1].endswith(GZ) else compress(raw.decode())
 
-    def save_task(self, index: int, doc: dict[str, Any], events: bytes) -> None:
-        """Append a finished task (its record and its compressed events) to ``tasks.gz`` and record its hash."""
+    def save_task(self, index: int, doc: dict[str, Any], events: bytes, head: bytes | None = None) -> None:
+        """Append a finished task (its record, encoded already when ``head`` is given, and its compressed events)
+        to ``tasks.gz`` and record its hash."""
         try:
-            digest = self.tasks.append(index, doc, events)
+            digest = self.tasks.append(index, doc, events, head)
         except OSError as e:
             raise RunFolderError(f"cannot write {self.path / TASK_LOG} ({e.strerror}); free some space or make the "
                                  "run folder writable, or pass another run_dir") from None

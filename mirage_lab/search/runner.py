@@ -81,6 +81,7 @@ from mirage_lab.search.split import Family, averaged, batch_size, call_budget_s,
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
+    SAVED,
     budgets,
     candidate_doc,
     candidate_from_doc,
@@ -498,14 +499,15 @@ class _Search:
     def _keep(self, res: dict[str, Any]) -> None:
         """Save a finished task and record the files its worker wrote (the manifest at most once a second)."""
         events = res.pop("events_gz", None) or b""
+        head = res.pop("record_gz", None)  # (a task walked whole: its record, as its worker encoded it)
         if self.folder is None:
             return
         self.folder.record(res.get("files", {}))
         for doc in res["candidates"]:  # those a worker on another machine could not write
             if RunFolder.candidate_name(doc["hash"]) not in res.get("files", {}):
                 self.folder.save_candidate(doc)
-        if res["stop_reason"] in ("complete", "state limit"):
-            self.folder.save_task(res["index"], res, events)
+        if res["stop_reason"] in SAVED:
+            self.folder.save_task(res["index"], res, events, head)
         else:  # cut by the time limit: run again on resume, but its events belong to this run's log
             self._unsaved_events[res["index"]] = events
         self.folder.save_manifest(every=1.0)

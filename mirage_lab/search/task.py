@@ -31,9 +31,12 @@ from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.search.split import summed
 from mirage_lab.search.state import Candidate
 from mirage_lab.semantics.footprint import small_pages
+from mirage_lab.task_log import record_member
 from mirage_lab.verify.verifier import Verifier
 
 BUDGETS = ("time_limit_s", "state_limit", "result_limit")
+#: the stop reasons of a task its parent saves in ``tasks.gz`` (one cut by the time limit runs again)
+SAVED = ("complete", "state limit")
 
 _CONTEXTS: dict[tuple[str, str], tuple[KernelGraph, SearchConfig, Oracle, Verifier]] = {}
 #: the two documents' JSON text → their context's key: a call's documents come unpickled afresh, and their text
@@ -206,16 +209,21 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
     yielded = out.stop_reason == "yield"
     if slice_states is not None and (yielded or (out.stop_reason == "state limit" and cap == slice_states)):
         out.stop_reason, stopped_at = "slice", walker.resume_point(prefix)
-    return {"resume": stopped_at, "yielded": yielded, "index": index, "sub": sub,
+    events = log.packed_events() if run_dir is not None else None
+    res: dict[str, Any] = {"resume": stopped_at, "yielded": yielded, "index": index, "sub": sub,
             "subtasks": out.tasks if split else [],
             "trials_s": verifier.program_seconds - program_s,  # (the program's trials, evaluated by this task)
-            "events_gz": log.packed_events() if run_dir is not None else None,
+            "events_gz": events,
             "summary": log.summary(), "verdicts": log.verdicts,
             "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
             "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}",  # (for the scaling figures)
-            "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}, walker
+            "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}
+    if events is not None and resume is None and sub is None and not res["subtasks"] \
+            and out.stop_reason in SAVED:  # (a task walked whole: its parent saves this very record)
+        res["record_gz"] = record_member(index, {k: v for k, v in res.items() if k != "events_gz"}, len(events))
+    return res, walker
 
 
 def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
@@ -223,6 +231,7 @@ def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
     one walk. Its events are the two logs one after the other (event blocks concatenate), the events of a walk that
     never stopped; counts, verdicts, candidates and times add up."""
     out = {**then, **summed([first, then]), "began": first["began"]}
+    out.pop("record_gz", None)  # (the record of ``then`` alone; a worker encodes none for a resumed walk anyway)
     if first.get("events_gz") is not None or then.get("events_gz") is not None:
         out["events_gz"] = (first.get("events_gz") or b"") + (then.get("events_gz") or b"")
     return out

@@ -58,6 +58,8 @@ def test_a_tasks_slice_and_its_continuation_join_into_the_whole_task() -> None:
         first = run_task(*args, None, whole["states"] // 2)
         assert first["stop_reason"] == "slice" and first["resume"] is not None
         joined = join_slice(first, run_task(*args, None, None, first["resume"]))
+    # (the record a worker encodes for its parent is that of a task walked whole, never of a part)
+    assert "record_gz" in whole and "record_gz" not in first and "record_gz" not in joined
     assert list(events_of(joined["events_gz"], "joined")) == list(events_of(whole["events_gz"], "whole"))
     assert joined["summary"] == whole["summary"] and joined["verdicts"] == whole["verdicts"]
     assert joined["states"] == whole["states"] and joined["stop_reason"] == "complete"

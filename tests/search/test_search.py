@@ -174,9 +174,9 @@ def test_an_interrupt_while_a_task_is_saved_loses_nothing(tmp_path: Path, refere
     then asked tasks.gz for its events: KeyError), and the resumed search runs it again."""
     real, calls = TaskLog.append, []
 
-    def append(log: TaskLog, index: int, record: dict[str, Any], events: bytes) -> str:
+    def append(log: TaskLog, index: int, record: dict[str, Any], events: bytes, head: bytes | None = None) -> str:
         calls.append(index)
-        digest = real(log, index, record, events) if written or len(calls) < 5 else ""
+        digest = real(log, index, record, events, head) if written or len(calls) < 5 else ""
         if len(calls) == 5:
             raise KeyboardInterrupt
         return digest

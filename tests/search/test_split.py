@@ -11,11 +11,13 @@ import pytest
 
 import mirage_lab as ml
 from mirage_lab.search import runner, walk
+from mirage_lab.search.event_blocks import events_of
 from mirage_lab.search.event_schema import event_line
 from mirage_lab.search.events import read_events
 from mirage_lab.search.executor import SerialExecutor
-from mirage_lab.search.run_folder import events_file
+from mirage_lab.search.run_folder import RunFolder, events_file
 from mirage_lab.search.split import CALL_S, PARENT_CALL_S, batch_size, call_budget_s, served_s
+from mirage_lab.task_log import record_member
 from tests.search.test_search import search
 
 TWO_KERNELS: dict[str, Any] = dict(max_customized=2, max_block_ops=5)
@@ -28,6 +30,20 @@ class Cluster(SerialExecutor):
 def _events(res: ml.search.SearchResult) -> list[str]:
     assert res.run_dir is not None
     return [event_line(e) for e in read_events(res.run_dir / events_file(res.run_dir))]
+
+
+def _saved_as_walked(res: ml.search.SearchResult) -> None:
+    """Every task the run folder holds: its record is encoded as the parent encodes one (whether its worker or
+    the parent did it), and counts the states its events expand (a joined task's, not one part's)."""
+    assert res.run_dir is not None
+    tasks = RunFolder(res.run_dir).tasks
+    assert len(tasks.entries()) == res.report.tasks_total
+    for i, at in tasks.entries().items():
+        record = tasks.record(i)
+        assert record is not None and "record_gz" not in record
+        events = tasks.events(i)
+        assert tasks.read(at.start, at.events_at) == record_member(i, record, len(events))
+        assert record["states"] == sum(e["e"] == "expand" for e in events_of(events, i))
 
 
 def _without_ids(lines: list[str]) -> list[str]:
@@ -77,6 +93,8 @@ def test_split_tasks_find_and_log_what_whole_ones_do(monkeypatch: pytest.MonkeyP
     assert len(expanded) == res.report.states and not any(e.startswith('{"e":"task"') for e in lines)
     assert sorted(_without_ids(lines)) == sorted(_without_ids(_events(whole)))
     assert _without_ids(lines) == _without_ids(_events(whole))  # in the same order
+    _saved_as_walked(res)
+    _saved_as_walked(whole)
 
 
 def test_slices_a_call_did_not_start_go_out_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -124,6 +142,7 @@ def test_a_slice_yields_its_call_to_the_slices_behind_it(monkeypatch: pytest.Mon
     assert {c.hash for c in res.candidates} == {c.hash for c in whole.candidates}
     assert res.report.states == whole.report.states
     assert _without_ids(_events(res)) == _without_ids(_events(whole))
+    _saved_as_walked(res)
 
 
 def test_batches_shrink_with_the_queue() -> None:
