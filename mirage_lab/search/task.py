@@ -30,6 +30,7 @@ from mirage_lab.search.events import EventLog
 from mirage_lab.search.run_folder import RunFolder
 from mirage_lab.search.split import summed
 from mirage_lab.search.state import Candidate
+from mirage_lab.search.verdicts import Packed
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.task_log import record_member
 from mirage_lab.verify.verifier import Verifier
@@ -223,6 +224,7 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
     if events is not None and resume is None and sub is None and not res["subtasks"] \
             and out.stop_reason in SAVED:  # (a task walked whole: its parent saves this very record)
         res["record_gz"] = record_member(index, {k: v for k, v in res.items() if k != "events_gz"}, len(events))
+    res["verdicts"] = Packed(log.verdicts)  # (what the parent loads fastest; the record holds them as a dict)
     return res, walker
 
 

@@ -10,7 +10,7 @@ while the workers run, and the tail only joins the text and compresses it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 _SEPARATORS = (",", ":")
@@ -27,8 +27,16 @@ class VerdictTally:
         self._said: dict[tuple[Any, ...], str] = {}  # a verdict's fields (all but the count) → their JSON text
 
     def add(self, verdicts: Mapping[str, Mapping[str, Any]]) -> None:
-        """Count one walk's verdicts in."""
+        """Count one walk's verdicts in (a ``Packed`` walk's from its lists, without a dict per verdict)."""
         n = self._n
+        if isinstance(verdicts, Packed):
+            for expr, count, says in zip(verdicts.exprs, verdicts.counts, verdicts.says, strict=True):
+                if expr in n:
+                    n[expr] += count
+                else:
+                    self._head[expr] = f"{json.dumps(expr)}:{{{self._fields(verdicts.said[says])}\"n\":"
+                    n[expr] = count
+            return
         for expr, v in verdicts.items():
             if expr in n:
                 n[expr] += v.get("n", 0)
@@ -58,6 +66,57 @@ class VerdictTally:
         """The verdicts as a dict (what ``RunFolder.verdicts`` reads back)."""
         out: dict[str, dict[str, Any]] = json.loads(self.json())
         return out
+
+
+class Packed(Mapping[str, dict[str, Any]]):
+    """A walk's verdicts as its worker returns them: the expressions and their counts as lists, and for each the
+    index of what it says (its reason and rules) in a table of what they say. Unpickling one dict per verdict was
+    most of what taking a result cost the parent of a cluster: 1 500 of LoRA b1's task results loaded in 254 ms,
+    in 127 ms packed, in 10 ms without verdicts. The tally reads the lists (``VerdictTally.add``); anything else
+    sees the ``{expression: {reason, rules, n}}`` mapping they stand for."""
+
+    __slots__ = ("_at", "counts", "exprs", "said", "says")
+
+    def __init__(self, verdicts: Mapping[str, Mapping[str, Any]]) -> None:
+        table: dict[tuple[Any, ...], int] = {}
+        self.exprs: list[str] = list(verdicts)
+        self.counts: list[int] = []
+        self.says: list[int] = []
+        self.said: list[dict[str, Any]] = []
+        for v in verdicts.values():
+            key = tuple((k, _frozen(x)) for k, x in v.items() if k != "n")
+            at = table.get(key)
+            if at is None:
+                at = table[key] = len(self.said)
+                self.said.append({k: x for k, x in v.items() if k != "n"})
+            self.counts.append(v.get("n", 0))
+            self.says.append(at)
+        self._at: dict[str, int] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _packed, (self.exprs, self.counts, self.says, self.said)
+
+    def __getitem__(self, expr: str) -> dict[str, Any]:
+        if self._at is None:
+            self._at = {e: i for i, e in enumerate(self.exprs)}
+        i = self._at[expr]
+        return {**self.said[self.says[i]], "n": self.counts[i]}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.exprs)
+
+    def __len__(self) -> int:
+        return len(self.exprs)
+
+    def __repr__(self) -> str:
+        return f"Packed({len(self)} expressions, {len(self.said)} reasons)"
+
+
+def _packed(exprs: list[str], counts: list[int], says: list[int], said: list[dict[str, Any]]) -> Packed:
+    """A ``Packed`` from its lists, as pickle rebuilds one."""
+    out = Packed.__new__(Packed)
+    out.exprs, out.counts, out.says, out.said, out._at = exprs, counts, says, said, None
+    return out
 
 
 def _frozen(x: Any) -> Any:
