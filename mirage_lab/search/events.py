@@ -96,26 +96,6 @@ def read_events(path: Any) -> Iterator[Event]:
         first = False
 
 
-#: (``said``) a verdict's reason and rules → the objects that say them, shared in this process
-_SAID: dict[tuple[str | None, tuple[str, ...] | None], tuple[str | None, list[str] | None]] = {}
-#: the most verdicts ``_SAID`` holds; past it, it starts again (reasons that name their expression are many)
-SAID_ENTRIES = 100_000
-
-
-def said(reason: str | None, rules: list[str] | None) -> tuple[str | None, list[str] | None]:
-    """``reason`` and ``rules`` as the objects every verdict of this process that says the same holds. A task's
-    verdicts go to its parent pickled, and pickle writes a shared object once: 300 of LoRA b1's task results
-    pickled to 17.4 MB instead of 25.8 MB (loading them took as long: that is one dict per verdict). Nothing
-    mutates them."""
-    key = (reason, None if rules is None else tuple(rules))
-    out = _SAID.get(key)
-    if out is None:
-        if len(_SAID) >= SAID_ENTRIES:
-            _SAID.clear()
-        out = _SAID[key] = (reason, rules)
-    return out
-
-
 class EventLog:
     """Where a walk's events go: counted only (``keep=False``), kept in memory, or (``packed``) kept as event
     blocks (``event_blocks``), encoded every ``flush_every`` events (what a search task returns to its parent).
@@ -204,11 +184,9 @@ class EventLog:
         self._maybe_flush()
 
     def verdict(self, expr: str, reason: str | None, rules: list[str] | None) -> None:
-        """One more prune naming ``expr``; its verdict is stored the first time, its reason and rules as the
-        objects every verdict that says the same shares (``said``)."""
+        """One more prune naming ``expr``; its verdict is stored the first time."""
         v = self.verdicts.get(expr)
         if v is None:
-            reason, rules = said(reason, rules)
             v = self.verdicts[expr] = {"reason": reason, "rules": rules, "n": 0}
         v["n"] += 1
 

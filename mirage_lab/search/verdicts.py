@@ -45,7 +45,7 @@ class VerdictTally:
                 n[expr] = v.get("n", 0)
 
     def _fields(self, v: Mapping[str, Any]) -> str:
-        key = tuple((k, _frozen(x)) for k, x in v.items() if k != "n")
+        key = _says(v)
         text = self._said.get(key)
         if text is None:
             text = self._said[key] = "".join(f"{json.dumps(k)}:{json.dumps(x, separators=_SEPARATORS)},"
@@ -84,7 +84,7 @@ class Packed(Mapping[str, dict[str, Any]]):
         self.says: list[int] = []
         self.said: list[dict[str, Any]] = []
         for v in verdicts.values():
-            key = tuple((k, _frozen(x)) for k, x in v.items() if k != "n")
+            key = _says(v)
             at = table.get(key)
             if at is None:
                 at = table[key] = len(self.said)
@@ -117,6 +117,11 @@ def _packed(exprs: list[str], counts: list[int], says: list[int], said: list[dic
     out = Packed.__new__(Packed)
     out.exprs, out.counts, out.says, out.said, out._at = exprs, counts, says, said, None
     return out
+
+
+def _says(v: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a verdict says (all its fields but the count), as a key."""
+    return tuple((k, _frozen(x)) for k, x in v.items() if k != "n")
 
 
 def _frozen(x: Any) -> Any:
