@@ -8,7 +8,9 @@ executor takes several slices per call, ``split.batch_size``, and the call stops
 ``split.call_budget_s``, where a slice with others behind it yields: the rest of it goes out again first, alone,
 ``slices_in_call``); a task its slice does not finish is heavy and goes to the back of the queue, and its
 continuation hands the kernels it opens after its root closes back as sub-tasks, which go out first, in batches
-sized as they go out (``search/split.py``, ``runner._sub_batch``). The replay imports those rules.
+sized as they go out (``search/split.py``, ``runner._sub_batch``). Calls are sized to the parent's time per call,
+which the runner measures as it goes (``split.ParentCost``). The replay imports those rules, and measures what it
+charges its parent as the runner would (``--parent-call-ms`` fixes it instead).
 
 ``--record`` runs a search serially into a fresh run folder and writes, per task in dispatch order, the wall time
 of its slice, of its continuation and of each sub-task (whether it checked a candidate, and how many μGraphs it
@@ -51,6 +53,7 @@ import gzip
 import heapq
 import itertools
 import json
+import logging
 import math
 import os
 import resource
@@ -67,10 +70,9 @@ from typing import Any
 
 import pandas as pd
 
-from mirage_lab.search import split
 from mirage_lab.search.run_log import Segments
 from mirage_lab.search.runner import BATCH_TASKS
-from mirage_lab.search.split import averaged, batch_size, call_budget_s, sub_batch_size
+from mirage_lab.search.split import ParentCost, averaged, batch_size, call_budget_s, sub_batch_size
 
 ROOT = Path(__file__).resolve().parent.parent
 COSTS = ROOT / "data" / "task_costs"
@@ -199,21 +201,26 @@ class Replay:
 
 
 def simulate(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
-             batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None) -> float:
+             batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None,
+             parent_call_s: float | None = None) -> float:
     """``replay(...).wall_s``."""
-    return replay(run, workers, overhead_s, start_s, trials, batched, call_s=call_s, cores=cores).wall_s
+    return replay(run, workers, overhead_s, start_s, trials, batched, call_s=call_s, cores=cores,
+                  parent_call_s=parent_call_s).wall_s
 
 
 def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trials: str = "worker",
-           batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None) -> Replay:
+           batched: bool | None = None, *, call_s: float = 0.0, cores: int | None = None,
+           parent_call_s: float | None = None) -> Replay:
     """The projected run of ``run`` on ``workers`` workers: the runner's hand-out replayed event by event
     (slices in order, several per call when ``batched``, those a call did not start back at the front when it
     returns; continuations at the back; sub-tasks first, in batches),
     the parent one serial thread (``overhead_s`` per hand-out, ``run.taking_s`` per returned call), each call costing
     its worker ``call_s`` beyond its recorded seconds (an executor's own work per call: arguments, results). With
     ``cores``, the workers and the parent share that many cores, so the wall time is at least their CPU seconds
-    over ``cores`` (a 2-worker cluster on a 2-core machine); without, each has a core of its own. A version-1
-    record (the runner before issue 37) replays one task per call unless ``batched`` says otherwise."""
+    over ``cores`` (a 2-worker cluster on a 2-core machine); without, each has a core of its own. Calls are sized
+    to the parent's seconds per call as the runner measures them (``split.ParentCost``: here, what the replay
+    charges it), or to ``parent_call_s``. A version-1 record (the runner before issue 37) replays one task per call
+    unless ``batched`` says otherwise."""
     if batched is None:
         batched = run.extra.get("version", 2) == 2
     frontier = run.frontier_s + (max(0.0, run.trials_s - start_s) if trials == "once" else 0.0)
@@ -233,6 +240,11 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     sched, end = frontier, frontier
     calls, work, resumes = 0, 0.0, 0
     first_found = math.inf
+    measured = ParentCost() if parent_call_s is None else None
+
+    def parent_s() -> float:
+        return measured.per_call_s if measured is not None else parent_call_s  # type: ignore[return-value]
+
     while events:
         t, _, w, done, parts, kind, again = heapq.heappop(events)
         if again and isinstance(again[0], tuple):  # (``task.run_batch``'s budget: handed out again, first)
@@ -240,7 +252,10 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
         elif again:
             subq.appendleft(again)
         if parts:  # the parent takes the results (``runner._task_result``), which may queue more calls
-            sched = max(sched, t) + run.taking_s(len(parts), kind == "subs")
+            taking = run.taking_s(len(parts), kind == "subs")
+            sched = max(sched, t) + taking
+            if measured is not None:  # (and its hand-out)
+                measured.add(taking + overhead_s, 1, len(parts))
         for u in parts:  # (the runner's estimates: ``runner._sub_results``, ``_drive``)
             if kind == "subs":
                 sub_each = averaged(sub_each, u[0])
@@ -261,7 +276,7 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
             if subq:
                 kind = "subs"
                 i, first, stop = subq[0]
-                n = sub_batch_size(stop - first, workers, sub_each)
+                n = sub_batch_size(stop - first, workers, sub_each, parent_s())
                 units, finished = list(run.tasks[i].subs[first:first + n]), []
                 subq[0][1] += n
                 if first + n == stop:
@@ -273,13 +288,13 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
                 units, finished, kind = [cont], [(i, 1)], "cont"
             else:
                 finished = [queue.popleft()]
-                most = batch_size(len(queue) + 1, workers, BATCH_TASKS, math.inf if each is None else each) \
-                    if batched else 1
+                most = batch_size(len(queue) + 1, workers, BATCH_TASKS, math.inf if each is None else each,
+                                  parent_s=parent_s()) if batched else 1
                 while finished[0][0] not in rests and queue and queue[0][1] == 0 and queue[0][0] not in rests \
                         and len(finished) < most:
                     finished.append(queue.popleft())
-                units, finished, again, yielded = slices_in_call(run, finished, rests,
-                                                                 call_budget_s(workers) if batched else None)
+                units, finished, again, yielded = slices_in_call(
+                    run, finished, rests, call_budget_s(workers, parent_s()) if batched else None)
                 resumes += yielded
             sched = max(sched, t) + overhead_s
             cost = sum(u[0] for u in units) + call_s
@@ -362,12 +377,12 @@ def ceiling(run: Recorded, workers: int, start_s: float) -> float:
 
 
 def table(runs: list[Recorded], workers: tuple[int, ...], overhead_s: float, start_s: float,
-          trials: str = "worker", call_s: float = 0.0) -> pd.DataFrame:
+          trials: str = "worker", call_s: float = 0.0, parent_call_s: float | None = None) -> pd.DataFrame:
     rows = []
     for run in runs:
-        one = simulate(run, 1, overhead_s, start_s, trials, call_s=call_s)
+        one = simulate(run, 1, overhead_s, start_s, trials, call_s=call_s, parent_call_s=parent_call_s)
         for w in workers:
-            got = replay(run, w, overhead_s, start_s, trials, call_s=call_s)
+            got = replay(run, w, overhead_s, start_s, trials, call_s=call_s, parent_call_s=parent_call_s)
             wall = got.wall_s
             b = bounds(run, w, overhead_s, start_s)
             limit = max(b, key=lambda k: b[k])
@@ -441,10 +456,12 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, call_s
             client.run(lambda: __import__("mirage_lab.search.task"))  # (the workers' imports: their start, not timed)
             executor, calls = _counting(client.get_executor())
             workers_cpu, parent_cpu = client.run(_cpu_s), _cpu_s()  # (the parent holds the client and the scheduler)
+            told = _told_by_runner()
             t = time.perf_counter()
             res = ml.superoptimize(programs.PROGRAMS[name](int(batch or 1)), PRESET[name], executor=executor,
                                    run_dir=runs, progress=False, time_limit_s=time_limit)
             wall = time.perf_counter() - t
+            logging.getLogger("mirage_lab.search.runner").removeHandler(told)
             parent_cpu = _cpu_s() - parent_cpu
             workers_cpu = sum(client.run(_cpu_s).values()) - sum(workers_cpu.values())
     finally:
@@ -461,7 +478,27 @@ def cluster(spec: str, time_limit: float, costs: Path, overhead_s: float, call_s
             "tasks": f"{res.report.tasks_done}/{res.report.tasks_total}", "time_limit_s": time_limit,
             "calls": calls[0], "parent_cpu_s": round(parent_cpu, 1), "workers_cpu_s": round(workers_cpu, 1),
             "calibration": calibration(run, calls[0], parent_cpu, workers_cpu) if run.complete else None,
+            "runner_measured": told.said,  # (``split.ParentCost``: what the calls were sized to)
             "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+class _Told(logging.Handler):
+    """Keeps the runner's debug lines (what it measured of the parent's time per call)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.said: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said.append(record.getMessage())
+
+
+def _told_by_runner() -> _Told:
+    told = _Told()
+    log = logging.getLogger("mirage_lab.search.runner")
+    log.setLevel(logging.DEBUG)
+    log.addHandler(told)
+    return told
 
 
 def calibration(run: Recorded, calls: int, parent_cpu: float, workers_cpu: float) -> dict[str, float]:
@@ -612,8 +649,9 @@ def main() -> int:
     ap.add_argument("--trials", choices=("worker", "once"), default="worker",
                     help="the program's trials evaluated by every worker (the code), or once and shared")
     ap.add_argument("--parent-call-ms", type=float,
-                    help="the parent's time per call that calls are sized to (split.PARENT_CALL_S, 1.5 ms); 0 replays "
-                         "the policy before calls were sized to the parent's round")
+                    help="the parent's time per call that calls are sized to (default: what the replay charges it, as "
+                         "the runner measures it, split.ParentCost); 0 replays the policy before calls were sized to "
+                         "the parent's round")
     ap.add_argument("--json", help="also write the table to this JSON file")
     ap.add_argument("--html", help="also write the plot to this HTML file")
     args = ap.parse_args()
@@ -628,15 +666,13 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(row, indent=1))
         return 0
-    if args.parent_call_ms is not None:
-        split.PARENT_CALL_S = args.parent_call_ms / 1e3  # (read by split.served_s at each call)
     paths = records(Path(args.costs))
     if not paths:
         print(f"no recorded task costs in {args.costs}; record some with --record rmsnorm:1", file=sys.stderr)
         return 1
     runs = [Recorded.load(p) for p in paths]
     frame = table(runs, tuple(int(w) for w in args.workers.split(",")), args.overhead_ms / 1e3, args.worker_start_s,
-                  args.trials, args.call_ms / 1e3)
+                  args.trials, args.call_ms / 1e3, None if args.parent_call_ms is None else args.parent_call_ms / 1e3)
     print(frame.to_string(index=False))
     for run in runs:
         part = frame[frame["run"] == run.name]

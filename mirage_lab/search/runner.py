@@ -30,6 +30,7 @@ config.json are refused (``RunFolderError``): every result in the folder answers
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import math
 import os
 import time
@@ -77,7 +78,15 @@ from mirage_lab.search.run_folder import (
 )
 from mirage_lab.search.saved import ranked_candidates
 from mirage_lab.search.space import SearchSpaceWarning, for_program, resolve
-from mirage_lab.search.split import Family, averaged, batch_size, call_budget_s, sub_batch_size
+from mirage_lab.search.split import (
+    PARENT_CALL_S,
+    Family,
+    ParentCost,
+    averaged,
+    batch_size,
+    call_budget_s,
+    sub_batch_size,
+)
 from mirage_lab.search.state import Candidate, Outcome
 from mirage_lab.search.task import (
     BUDGETS,
@@ -90,10 +99,13 @@ from mirage_lab.search.task import (
     run_batch,
     run_task,
     task_context,
+    worker_name,
 )
 from mirage_lab.search.verdicts import VerdictTally
 from mirage_lab.semantics.footprint import small_pages
 from mirage_lab.verify.trials import remove_all, shared_key
+
+LOG = logging.getLogger(__name__)
 
 __all__ = ["SLICE_STATES", "TIME_LIMIT_ENV", "SearchResult",
            "SerialExecutor", "fused_first", "make_executor", "run_folder_path",
@@ -186,6 +198,9 @@ class _Search:
         self._families: dict[int, Family] = {}  # each split task's walk, its sub-tasks and those done
         self._slice_s: float | None = None  # a batched slice's seconds lately (``split.batch_size``)
         self._sub_s: float | None = None  # a sub-task's seconds lately (``split.batch_size``)
+        # the parent's seconds per call, measured while tasks run elsewhere (``split.ParentCost``); None once a
+        # task ran in this process (a serial or threaded executor), whose CPU would count as the parent's
+        self._parent: ParentCost | None = ParentCost()
         self.incumbent = math.inf  # ``cost_bound``: the cheapest verified μGraph's proxy cost so far (bound.py)
         # state and result budgets truncate the tasks in task order: they go out in order, and are merged so
         self._in_order = bool(config.state_limit or config.result_limit)
@@ -302,6 +317,7 @@ class _Search:
             self._drive(executor, 2 * (workers or (1 if owned else 32)), front, todo, done, inflight, bar,
                         batched=not owned)
             drove = True
+            LOG.debug("the parent's time: %r", self._parent or "not measured (calls ran in its process)")
         except KeyboardInterrupt:
             self.report.stop_reason = "interrupted"
         except BrokenProcessPool as e:
@@ -341,9 +357,10 @@ class _Search:
 
         ``batched`` (an executor we do not own: a cluster's, whose scheduler spends about a millisecond per
         hand-out) hands slices out several per call too (``split.batch_size``), each call worth the parent's round of
-        every worker (``split.call_budget_s``). A slice with others behind it in its call stops once that budget is
-        spent (it *yields*, ``task.run_batch``), and the rest of it goes out first, alone, as a slice again (what
-        counts as heavy is unchanged): a batch of MQA b1's slices otherwise waited up to 2 s behind its first.
+        every worker (``split.call_budget_s``) at what the parent measures it spends a call (``split.ParentCost``). A
+        slice with others behind it in its call stops once that budget is spent (it *yields*, ``task.run_batch``),
+        and the rest of it goes out first, alone, as a slice again (what counts as heavy is unchanged): a batch of
+        MQA b1's slices otherwise waited up to 2 s behind its first.
         """
         deadline = None if self.config.time_limit_s is None else self.t0 + self.config.time_limit_s
         in_order = self._in_order
@@ -354,6 +371,7 @@ class _Search:
         submit = Submitter(executor)
         program, config = submit.share(self.program_doc), submit.share(self.config_doc)
         subqueue: deque[list[int]] = deque()  # [task, its next sub-task to hand out], before ``queue``
+        cpu = time.process_time()  # (the parent's CPU: ``ParentCost``)
         while True:
             while (subqueue or queue) and len(inflight) < window:  # budgets are checked as results arrive, in order
                 # budgets truncate one ordered stream on every executor: there, each task bounds only by what it
@@ -372,14 +390,15 @@ class _Search:
                     batch = [i]
                     # (one slice a call until one came back: the first roots are the heavy ones)
                     most = batch_size(len(queue) + 1, workers, BATCH_TASKS,
-                                      math.inf if self._slice_s is None else self._slice_s)
+                                      math.inf if self._slice_s is None else self._slice_s, parent_s=self._parent_s)
                     # (the rest of a slice that yielded goes alone: with others behind it, it would yield again)
                     while i not in self._rests and queue and queue[0] not in self._slices and len(batch) < most:
                         batch.append(queue.popleft())
                     inflight[submit(run_batch, program, config, batch, [front.tasks[j][0] for j in batch],
                                     [front.tasks[j][1] for j in batch], run_dir, deadline, self.t0, bound,
                                     [self._slice_left(j) for j in batch], [None] * len(batch),
-                                    call_budget_s(workers), [self._resume(j) for j in batch])] = ("tasks", batch)
+                                    call_budget_s(workers, self._parent_s), [self._resume(j) for j in batch])] = (
+                        "tasks", batch)
                     continue
                 parent, prefix = front.tasks[i]
                 resume = self._resume(i)
@@ -389,8 +408,10 @@ class _Search:
             if not inflight:
                 return
             finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
+            items = 0
             for f in finished:
                 what = inflight.pop(f)
+                items += self._ran_where(f.result())
                 if what[0] == "subs":
                     self._sub_results(what[1], what[2], f.result(), done, bar)
                 elif what[0] == "tasks":
@@ -401,6 +422,9 @@ class _Search:
                         self._task_result(res["index"], True, res, queue, subqueue, workers, done, bar)
                 else:
                     self._task_result(what[1], what[2], f.result(), queue, subqueue, workers, done, bar)
+            if self._parent is not None:
+                self._parent.add(time.process_time() - cpu, len(finished), items)
+            cpu = time.process_time()
             if self._budget_spent(done, len(front.tasks)) or self._past_deadline():
                 return
 
@@ -430,6 +454,18 @@ class _Search:
             return
         self._task_done(i, res, done, bar)
 
+    @property
+    def _parent_s(self) -> float:
+        """The parent's seconds per call that calls are sized to (``split.served_s``)."""
+        return PARENT_CALL_S if self._parent is None else self._parent.per_call_s
+
+    def _ran_where(self, result: dict[str, Any] | list[dict[str, Any]]) -> int:
+        """How many items a call returned; the parent's CPU is no longer measured once a call ran in this process."""
+        results = [result] if isinstance(result, dict) else result
+        if self._parent is not None and results and results[0].get("worker") == worker_name():
+            self._parent = None
+        return len(results)
+
     def _slicing(self, i: int) -> bool:
         """Whether task ``i``'s next walk is (the rest of) its slice, not its continuation."""
         return i not in self._slices or i in self._rests
@@ -448,7 +484,7 @@ class _Search:
         family = subqueue[0]
         i, first = family
         left = len(self._families[i].subtasks) - first
-        n = sub_batch_size(left, workers, self._sub_s)
+        n = sub_batch_size(left, workers, self._sub_s, self._parent_s)
         family[1] += n
         if n == left:
             subqueue.popleft()

@@ -219,13 +219,18 @@ def _run_task(context: tuple[KernelGraph, SearchConfig, Oracle, Verifier], index
             "candidates": [candidate_doc(c) for c in out.candidates],
             "seconds": out.seconds, "stop_reason": out.stop_reason, "states": out.states,
             "wall": time.time() - t0, "config_budgets": budgets(config), "files": files,
-            "began": t0, "worker": f"{socket.gethostname()}:{os.getpid()}",  # (for the scaling figures)
+            "began": t0, "worker": worker_name(),  # (for the scaling figures)
             "incumbent": walker.incumbent if math.isfinite(walker.incumbent) else None}
     if events is not None and resume is None and sub is None and not res["subtasks"] \
             and out.stop_reason in SAVED:  # (a task walked whole: its parent saves this very record)
         res["record_gz"] = record_member(index, {k: v for k, v in res.items() if k != "events_gz"}, len(events))
     res["verdicts"] = Packed(log.verdicts)  # (what the parent loads fastest; the record holds them as a dict)
     return res, walker
+
+
+def worker_name() -> str:
+    """Which process walks a task (its result's ``worker``): ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def join_slice(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:

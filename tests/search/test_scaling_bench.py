@@ -124,22 +124,32 @@ def test_a_heavy_slice_no_longer_holds_back_the_one_behind_it(monkeypatch: pytes
     heavy, light = s.Task((2.0, False)), s.Task((0.1, False))
     run = s.Recorded("two heavy", 0.0, (*(light,) * 4, heavy, heavy, *(light,) * 40), True, 8.4)
     got = s.replay(run, 4, 0.0, 0.0)
-    monkeypatch.setattr(s, "call_budget_s", lambda workers: math.inf)  # (no budget: no call stops early)
+    monkeypatch.setattr(s, "call_budget_s", lambda *_: math.inf)  # (no budget: no call stops early)
     whole = s.replay(run, 4, 0.0, 0.0)
     assert got.resumes >= 1 and got.wall_s < 3.0 < 4.0 < whole.wall_s and whole.resumes == 0
 
 
-def test_calls_worth_the_parents_round(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_calls_worth_the_parents_round() -> None:
     """2 560 millisecond tasks on 256 workers, the parent 1.5 ms a call: calls of a share of the queue each (a task
     or two: 2 431 calls) keep the parent busy the whole 6 s; calls worth its round of the workers
-    (``split.served_s``) leave it time. ``PARENT_CALL_S = 0`` (``--parent-call-ms 0``) replays the policy before."""
+    (``split.served_s``) leave it time. ``parent_call_s=0`` (``--parent-call-ms 0``) replays the policy before."""
     s = load()
     run = s.Recorded("tiny", 0.0, (s.Task((0.001, False)),) * 2560, True, 2.56, parent_fit=(0.0015, 0.0, 0.0))
     sized = s.replay(run, 256, 0.001, 0.0)
-    monkeypatch.setattr(s.split, "PARENT_CALL_S", 0.0)
-    before = s.replay(run, 256, 0.001, 0.0)
+    before = s.replay(run, 256, 0.001, 0.0, parent_call_s=0.0)
     assert sized.calls < before.calls / 4 and sized.wall_s < before.wall_s / 2
     assert before.wall_s >= before.calls * 0.0015  # the parent binds: one call at a time
+
+
+def test_calls_sized_to_what_the_parent_spends() -> None:
+    """The same tasks, the parent 12 ms a call (a Dask client unpickling each task's verdicts): the replay measures
+    that as the runner does (``split.ParentCost``) and sizes calls to it, where calls sized to ``PARENT_CALL_S``
+    (1.5 ms) keep 64 workers waiting on the parent."""
+    s = load()
+    run = s.Recorded("tiny", 0.0, (s.Task((0.01, False)),) * 6400, True, 64.0, parent_fit=(0.002, 0.0, 0.0))
+    measured = s.replay(run, 64, 0.010, 0.0)
+    fixed = s.replay(run, 64, 0.010, 0.0, parent_call_s=0.0015)
+    assert measured.calls < fixed.calls / 2 and measured.wall_s < 0.8 * fixed.wall_s
 
 
 def test_per_call_costs_and_shared_cores_by_hand() -> None:

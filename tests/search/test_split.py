@@ -16,7 +16,7 @@ from mirage_lab.search.event_schema import event_line
 from mirage_lab.search.events import read_events
 from mirage_lab.search.executor import SerialExecutor
 from mirage_lab.search.run_folder import RunFolder, events_file
-from mirage_lab.search.split import CALL_S, PARENT_CALL_S, batch_size, call_budget_s, served_s
+from mirage_lab.search.split import CALL_S, PARENT_CALL_S, ParentCost, batch_size, call_budget_s, served_s
 from mirage_lab.task_log import record_member
 from tests.search.test_search import search
 
@@ -110,7 +110,7 @@ def test_slices_a_call_did_not_start_go_out_again(monkeypatch: pytest.MonkeyPatc
             given.append((len(args[2]), len(out)))
         return out
 
-    monkeypatch.setattr(runner, "call_budget_s", lambda workers: 0.0)
+    monkeypatch.setattr(runner, "call_budget_s", lambda *_: 0.0)
     monkeypatch.setattr(runner, "run_batch", spy)
     res = search(tmp_path, executor=Cluster(), **TWO_KERNELS)
     assert any(n > 1 for n, _ in given) and all(got == 1 for _, got in given)
@@ -132,9 +132,9 @@ def test_a_slice_yields_its_call_to_the_slices_behind_it(monkeypatch: pytest.Mon
         yielded.extend(r["states"] for r in out if r.get("yielded"))
         return out
 
-    monkeypatch.setattr(runner, "call_budget_s", lambda workers: 0.0)
+    monkeypatch.setattr(runner, "call_budget_s", lambda *_: 0.0)
     monkeypatch.setattr(walk, "YIELD_AFTER_STATES", 20)  # (this space's tasks are small)
-    monkeypatch.setattr(runner, "batch_size", lambda pending, *_: min(4, pending))  # (a batch whatever the timing)
+    monkeypatch.setattr(runner, "batch_size", lambda pending, *_, **__: min(4, pending))  # (any timing)
     monkeypatch.setattr(runner, "run_batch", spy)
     res = search(tmp_path, executor=Cluster(), **TWO_KERNELS)
     assert len(yielded) > 5 and all(n > 20 for n in yielded)
@@ -168,6 +168,64 @@ def test_calls_are_worth_the_parents_round() -> None:
     assert batch_size(10_000, 256, 1024, each_s=0.001, least_s=0.05) == round(256 * PARENT_CALL_S / 0.001)
     assert batch_size(10_000, 256, 1024, each_s=0.001) == round(256 * PARENT_CALL_S / 0.001)  # (not the share, 9)
     assert batch_size(10_000, 2, 1024, each_s=0.001) == 250  # (the share, capped at CALL_S)
+
+
+def test_the_parents_time_per_call_and_per_item_told_apart() -> None:
+    """``ParentCost`` fits what the parent spends to a part per call and a part per item from windows of
+    ``WINDOW`` calls; only the part per call sizes calls. Windows alike cannot tell them apart (all of it counts
+    per call); the estimate never falls below ``PARENT_CALL_S``, and is that until a window is full."""
+    first = ParentCost()
+    first.add(5.0, ParentCost.WINDOW - 1, 40)
+    assert first.per_call_s == PARENT_CALL_S and first.per_item_s == 0.0
+    cost = ParentCost()
+    for items in (32, 320, 1024, 64, 2048, 32):  # (slices one a call, batches of sub-tasks)
+        cost.add(0.010 * ParentCost.WINDOW + 0.0002 * items, ParentCost.WINDOW, items)
+    assert cost.per_call_s == pytest.approx(0.010) and cost.per_item_s == pytest.approx(0.0002)
+    alike = ParentCost()
+    for _ in range(3):
+        alike.add(0.004 * 64, 32, 64)  # 4 ms a call, two items each
+    assert alike.per_call_s == pytest.approx(0.008) and alike.per_item_s == 0.0
+    cheap = ParentCost()
+    cheap.add(1e-5, 32, 32)
+    assert cheap.per_call_s == PARENT_CALL_S
+    assert "ms a call" in repr(cost)
+
+
+@pytest.mark.parametrize("elsewhere", [True, False], ids=["calls-elsewhere", "calls-in-process"])
+def test_calls_are_sized_to_what_the_parent_spends(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                    whole: ml.search.SearchResult, elsewhere: bool) -> None:
+    """The runner measures its CPU per call and item while calls run elsewhere, and sizes the next calls by it
+    (``batch_size``'s ``parent_s``); a call that ran in its own process (a serial or threaded executor, whose
+    CPU would count as the parent's) stops the measuring, and calls are sized to ``PARENT_CALL_S``. The search is
+    the same one either way."""
+    if elsewhere:
+        monkeypatch.setattr(runner, "worker_name", lambda: "another-host:1")
+    monkeypatch.setattr(ParentCost, "WINDOW", 2)
+    added: list[tuple[int, int]] = []  # (calls, items) of each ``add``
+    real_add = ParentCost.add
+
+    def add(self: ParentCost, spent_s: float, calls: int = 1, items: int = 1) -> None:
+        added.append((calls, items))
+        real_add(self, spent_s, calls, items)
+
+    sized: list[float] = []  # the parent's seconds per call each batch of slices was sized to
+    real_size = runner.batch_size
+
+    def size(*args: Any, parent_s: float = PARENT_CALL_S) -> int:
+        sized.append(parent_s)
+        return real_size(*args, parent_s=parent_s)
+
+    monkeypatch.setattr(ParentCost, "add", add)
+    monkeypatch.setattr(runner, "batch_size", size)
+    res = search(tmp_path, executor=Cluster(), **TWO_KERNELS)
+    assert {c.hash for c in res.candidates} == {c.hash for c in whole.candidates}
+    assert res.report.states == whole.report.states
+    assert len(sized) > 5
+    if elsewhere:  # (in process, each call's walk is the parent's CPU: far more than PARENT_CALL_S)
+        assert sum(n for _, n in added) >= res.report.tasks_total and all(k >= 1 for k, _ in added)
+        assert sized[0] == PARENT_CALL_S and max(sized) > 10 * PARENT_CALL_S
+    else:
+        assert len(added) <= 1 and set(sized) == {PARENT_CALL_S}
 
 
 def test_a_cluster_executor_says_how_many_it_runs() -> None:
