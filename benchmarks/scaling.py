@@ -240,10 +240,11 @@ def replay(run: Recorded, workers: int, overhead_s: float, start_s: float, trial
     sched, end = frontier, frontier
     calls, work, resumes = 0, 0.0, 0
     first_found = math.inf
-    measured = ParentCost() if parent_call_s is None else None
+    measured = ParentCost() if parent_call_s is None else None  # (the runner's measure, or a fixed figure)
+    fixed = parent_call_s or 0.0
 
     def parent_s() -> float:
-        return measured.per_call_s if measured is not None else parent_call_s  # type: ignore[return-value]
+        return fixed if measured is None else measured.per_call_s
 
     while events:
         t, _, w, done, parts, kind, again = heapq.heappop(events)
