@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,20 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     return json.loads((res.run_dir / "result.json").read_text()), (res.run_dir / TASK_LOG).stat().st_size
 
 
+@pytest.fixture
+def ctrl_c_not_ignored() -> Iterator[None]:
+    """A terminal's Ctrl-C reaches a command unless its shell ignores SIGINT, as a non-interactive shell does for
+    commands it starts in the background (``make test &``); the command then inherits the ignoring, and these
+    tests would see it finish instead. The command under test starts with SIGINT handled, as from a terminal."""
+    was = signal.getsignal(signal.SIGINT)
+    if was == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # (a handler: the command starts with SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, was)
+
+
 def interrupted(runs: Path, when: Callable[[Path], bool], marker: str) -> None:
     """Run the search, send SIGINT to its process group once ``when(run folder)`` holds, and check the ending."""
     folder = run_folder_path(program(), config(), runs)
@@ -82,6 +96,7 @@ def task_log_size(folder: Path) -> int:
 
 @pytest.mark.skipif(not hasattr(os, "killpg") or not Path("/proc/self/environ").exists(),
                     reason="needs process groups and Linux's /proc")
+@pytest.mark.usefixtures("ctrl_c_not_ignored")
 def test_ctrl_c_is_one_line_and_the_run_resumes_whole(tmp_path: Path,
                                                       uninterrupted: tuple[dict[str, Any], int]) -> None:
     want, final_size = uninterrupted
