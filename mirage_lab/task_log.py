@@ -100,15 +100,15 @@ class TaskLog:
         """Add a finished task; returns the entry's sha256 (for the manifest). ``head``: the record as
         ``record_member`` encodes it, when the worker that walked the task did that already."""
         entries = self.entries()
-        data = (head or record_member(index, record, len(events))) + events
-        head_size = len(data) - len(events)
+        head = head or record_member(index, record, len(events))
+        data = head + events
         with open(self.path, "ab") as f:
             if f.tell() != self._complete_to:  # a partial entry at the end: cut it off first
                 f.truncate(self._complete_to)
                 f.seek(self._complete_to)
             f.write(data)  # (no fsync: like the folder's other writes, this guards against killed processes)
         start = self._complete_to
-        entries[index] = Entry(start, start + head_size, start + len(data))
+        entries[index] = Entry(start, start + len(head), start + len(data))
         self._complete_to = start + len(data)
         return hashlib.sha256(data).hexdigest()
 

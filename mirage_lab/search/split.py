@@ -218,10 +218,10 @@ def sub_batch_size(left: int, workers: int, each_s: float | None, parent_s: floa
 
 #: how fast the runner's estimate of a slice's seconds follows the latest ones (an exponential average)
 EACH_WEIGHT = 0.1
-#: and its estimate of the parent's seconds per call, one window of calls at a time (``ParentCost``)
+#: how much less each older window of calls weighs in ``ParentCost``'s fit
 WINDOW_WEIGHT = 0.25
 
 
-def averaged(each_s: float | None, seconds: float, weight: float = EACH_WEIGHT) -> float:
+def averaged(each_s: float | None, seconds: float) -> float:
     """The running estimate of one item's seconds, after one more took ``seconds``."""
-    return seconds if each_s is None else each_s + weight * (seconds - each_s)
+    return seconds if each_s is None else each_s + EACH_WEIGHT * (seconds - each_s)
